@@ -1,0 +1,1 @@
+"""FastAPI routers, one per resource, and their pydantic schemas. OpenAPI is the contract."""

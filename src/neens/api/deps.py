@@ -1,0 +1,70 @@
+"""Typed dependencies: the database, the settings and the caller's principal."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from neens.errors import Forbidden, NotAuthenticated
+from neens.settings import Settings
+from neens.store.db import Database
+from neens.store.keys import Principal, Role, resolve_key
+
+
+def get_db(request: Request) -> Database:
+    db: Database = request.app.state.db
+    return db
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+DbDep = Annotated[Database, Depends(get_db)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def bearer_key(request: Request) -> str:
+    header = request.headers.get("authorization")
+    if not header:
+        raise NotAuthenticated(
+            "missing Authorization header: send 'Authorization: Bearer nk_live_…'",
+            field="Authorization",
+        )
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise NotAuthenticated(
+            "Authorization header must be 'Bearer <key>'", field="Authorization"
+        )
+    return key.strip()
+
+
+async def authenticate(request: Request, db: DbDep) -> Principal:
+    principal = await resolve_key(db, bearer_key(request))
+    if principal is None:
+        raise NotAuthenticated(
+            "unknown or revoked API key: create one with `neens keys create`",
+            field="Authorization",
+        )
+    return principal
+
+
+def require_role(*roles: Role) -> Callable[[Principal], Awaitable[Principal]]:
+    """A dependency that admits only keys with one of `roles`."""
+
+    async def check(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+        if principal.role not in roles:
+            raise Forbidden(
+                f"this route needs a key with role {' or '.join(roles)}; "
+                f"this key's role is {principal.role}"
+            )
+        return principal
+
+    return check
+
+
+AnyKey = Annotated[Principal, Depends(authenticate)]
+AdminKey = Annotated[Principal, Depends(require_role("admin"))]

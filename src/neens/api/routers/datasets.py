@@ -1,0 +1,102 @@
+"""Golden datasets: `/datasets`, their immutable versions and items."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from fastapi import APIRouter, Query
+
+from neens.api.deps import AnyKey, DbDep
+from neens.api.schemas.datasets import (
+    DatasetCreate,
+    DatasetList,
+    DatasetOut,
+    ItemList,
+    ItemOut,
+    VersionCreate,
+    VersionList,
+    VersionOut,
+)
+from neens.store import datasets as store
+
+router = APIRouter(prefix="/datasets", tags=["datasets"])
+
+
+@router.post("", status_code=201, operation_id="datasets-create")
+async def create_dataset(body: DatasetCreate, principal: AnyKey, db: DbDep) -> DatasetOut:
+    """Create an empty dataset; push items to it as a version."""
+    info = await store.create_dataset(db, principal.project_id, body.name)
+    return DatasetOut(**asdict(info))
+
+
+@router.get("", operation_id="datasets-list")
+async def list_datasets(
+    principal: AnyKey,
+    db: DbDep,
+    name: str | None = Query(default=None, description="Only the dataset with this name."),
+) -> DatasetList:
+    infos = await store.list_datasets(db, principal.project_id, name=name)
+    return DatasetList(datasets=[DatasetOut(**asdict(i)) for i in infos])
+
+
+@router.get("/{dataset_id}", operation_id="datasets-get")
+async def get_dataset(dataset_id: str, principal: AnyKey, db: DbDep) -> DatasetOut:
+    return DatasetOut(**asdict(await store.get_dataset(db, principal.project_id, dataset_id)))
+
+
+@router.post("/{dataset_id}/versions", status_code=201, operation_id="datasets-create_version")
+async def create_version(
+    dataset_id: str, body: VersionCreate, principal: AnyKey, db: DbDep
+) -> VersionOut:
+    """Snapshot the items as a new immutable version (optionally marked golden)."""
+    items = [
+        store.NewItem(i.input, i.expected_output, i.metadata) for i in body.items
+    ]
+    info = await store.create_version(
+        db, principal.project_id, dataset_id, items, golden=body.golden
+    )
+    return VersionOut(**asdict(info))
+
+
+@router.get("/{dataset_id}/versions", operation_id="datasets-list_versions")
+async def list_versions(dataset_id: str, principal: AnyKey, db: DbDep) -> VersionList:
+    infos = await store.list_versions(db, principal.project_id, dataset_id)
+    return VersionList(versions=[VersionOut(**asdict(i)) for i in infos])
+
+
+@router.get("/{dataset_id}/versions/{version_id}", operation_id="datasets-get_version")
+async def get_version(
+    dataset_id: str, version_id: str, principal: AnyKey, db: DbDep
+) -> VersionOut:
+    info = await store.get_version(db, principal.project_id, dataset_id, version_id)
+    return VersionOut(**asdict(info))
+
+
+@router.post(
+    "/{dataset_id}/versions/{version_id}/golden", operation_id="datasets-mark_golden"
+)
+async def mark_golden(
+    dataset_id: str, version_id: str, principal: AnyKey, db: DbDep
+) -> VersionOut:
+    """Make this version the dataset's golden one. The version's items are not touched."""
+    info = await store.mark_golden(db, principal.project_id, dataset_id, version_id)
+    return VersionOut(**asdict(info))
+
+
+@router.get("/{dataset_id}/versions/{version_id}/items", operation_id="datasets-list_items")
+async def list_items(
+    dataset_id: str,
+    version_id: str,
+    principal: AnyKey,
+    db: DbDep,
+    limit: int = Query(default=500, ge=1, le=5000, description="Items per page."),
+    offset: int = Query(default=0, ge=0, description="Items to skip."),
+) -> ItemList:
+    infos = await store.list_items(
+        db, principal.project_id, dataset_id, version_id, limit=limit + 1, offset=offset
+    )
+    page = infos[:limit]
+    return ItemList(
+        items=[ItemOut(**asdict(i)) for i in page],
+        next_offset=offset + limit if len(infos) > limit else None,
+    )

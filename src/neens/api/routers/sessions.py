@@ -1,0 +1,150 @@
+"""Sessions: `POST /sessions` (the native session JSON) and reading sessions with span trees."""
+
+from __future__ import annotations
+
+
+from fastapi import APIRouter, Query
+from pydantic import AwareDatetime
+
+from neens.api.deps import AnyKey, DbDep
+from neens.api.schemas.sessions import (
+    IngestResult,
+    NativeSessionIn,
+    SessionDetail,
+    SessionList,
+    SessionOut,
+    SpanOut,
+)
+from neens.domain.conventions import span_view
+from neens.domain.pricing import PriceBook, span_cost
+from neens.domain.span_tree import SpanNode, span_tree
+from neens.errors import Unprocessable
+from neens.ingest.native import decode_native
+from neens.store import pricing
+from neens.store.sessions import (
+    SessionFilter,
+    StoredSession,
+    get_session,
+    list_sessions,
+    write_spans,
+)
+
+router = APIRouter(prefix="/sessions", tags=["sessions"])
+
+def session_out(stored: StoredSession) -> SessionOut:
+    s = stored.summary
+    return SessionOut(
+        id=stored.trace_id,
+        source=stored.source,
+        agent_name=s.agent_name,
+        input=s.input,
+        output=s.output,
+        models=list(s.models),
+        input_tokens=s.input_tokens,
+        output_tokens=s.output_tokens,
+        latency_ms=s.latency_ms,
+        step_count=s.step_count,
+        span_count=s.span_count,
+        cost_usd=s.cost_usd,
+        cost_status=s.cost_status,
+        unpriced_models=list(s.unpriced_models),
+        status=s.status,
+        started_at=s.started_at,
+        ended_at=s.ended_at,
+        eval_run_id=s.eval_run_id,
+        dataset_item_id=s.dataset_item_id,
+        version_label=s.version_label,
+        created_at=stored.created_at,
+        updated_at=stored.updated_at,
+    )
+
+def _span_out(node: SpanNode, book: PriceBook) -> SpanOut:
+    r = node.record
+    view = span_view(r)
+    cost = span_cost(view, book) if view.kind == "llm" else None
+    duration = (
+        (r.end_time - r.start_time).total_seconds() * 1000
+        if r.start_time and r.end_time
+        else None
+    )
+    return SpanOut(
+        span_id=r.span_id,
+        parent_span_id=r.parent_span_id,
+        name=r.name,
+        kind=view.kind,
+        start_time=r.start_time,
+        end_time=r.end_time,
+        duration_ms=duration,
+        status=r.status_code,
+        status_message=r.status_message,
+        input=view.input,
+        output=view.output,
+        model=view.model,
+        input_tokens=view.input_tokens,
+        output_tokens=view.output_tokens,
+        cost_usd=cost.usd if cost else None,
+        unpriced_reason=cost.unpriced_reason if cost else None,
+        attributes=r.attributes,
+        resource_attributes=r.resource_attributes,
+        events=r.events,
+        children=[_span_out(child, book) for child in node.children],
+    )
+
+@router.post("", operation_id="sessions-ingest")
+async def ingest_session(body: NativeSessionIn, principal: AnyKey, db: DbDep) -> IngestResult:
+    """Store a session in the native JSON format. Sending the same session id again merges the
+    new spans into it; a span id already stored is kept as first received."""
+    batch = decode_native(body.model_dump(mode="json", exclude_unset=True))
+    if batch.spans:
+        await write_spans(db, principal.project_id, batch.spans, source="native")
+    return IngestResult(
+        session_id=body.session.id,
+        accepted_spans=len(batch.spans),
+        rejected_spans=len(batch.rejections),
+        rejections=[r.reason for r in batch.rejections],
+    )
+
+@router.get("", operation_id="sessions-list")
+async def get_sessions(
+    principal: AnyKey,
+    db: DbDep,
+    agent_name: str | None = Query(default=None, description="Only this agent's sessions."),
+    start: AwareDatetime | None = Query(
+        default=None, description="Sessions that started at or after this instant (ISO 8601)."
+    ),
+    end: AwareDatetime | None = Query(
+        default=None, description="Sessions that started before this instant (ISO 8601)."
+    ),
+    eval_run_id: str | None = Query(default=None, description="Only traces of this run."),
+    limit: int = Query(default=50, ge=1, le=500, description="Sessions per page."),
+    cursor: str | None = Query(default=None, description="`nextCursor` of the previous page."),
+) -> SessionList:
+    before: int | None = None
+    if cursor is not None:
+        if not cursor.isdigit():
+            raise Unprocessable("cursor must be a nextCursor value from this route", field="cursor")
+        before = int(cursor)
+    if start is not None and end is not None and end <= start:
+        raise Unprocessable("end must be after start", field="end")
+    page, next_cursor = await list_sessions(
+        db,
+        principal.project_id,
+        SessionFilter(agent_name=agent_name, start=start, end=end, eval_run_id=eval_run_id),
+        limit=limit,
+        before=before,
+    )
+    return SessionList(
+        sessions=[session_out(s) for s in page],
+        next_cursor=str(next_cursor) if next_cursor is not None else None,
+    )
+
+@router.get("/{session_id}", operation_id="sessions-get")
+async def get_one_session(session_id: str, principal: AnyKey, db: DbDep) -> SessionDetail:
+    """A session with its span tree; each LLM span carries its own cost or unpriced reason."""
+    stored = await get_session(db, principal.project_id, session_id)
+    book = PriceBook(await pricing.list_prices(db, principal.project_id))
+    return SessionDetail(
+        **session_out(stored).model_dump(),
+        spans=[_span_out(node, book) for node in span_tree(stored.spans)],
+    )
+

@@ -1,0 +1,205 @@
+"""The platform's command groups for the `neens` command: serve, db, keys.
+
+The `neens` command itself lives in the dependency-free `neens-eval` distribution; this module
+is found through the `neens.cli` entry-point group and adds what needs the server installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from neens.settings import Settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    if getattr(args, "database_url", None):
+        overrides["database_url"] = args.database_url
+    for name in ("host", "port"):
+        if getattr(args, name, None) is not None:
+            overrides[name] = getattr(args, name)
+    return Settings(**overrides)
+
+
+def _add_database_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="database to use (default: $NEENS_DATABASE_URL, else SQLite at .neens/neens.db)",
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from neens.api.app import create_app
+
+    settings = _settings(args)
+    app = create_app(settings)
+    print(
+        f"Neens serving on http://{settings.host}:{settings.port} "
+        f"(database: {settings.resolved_database_url().split('://')[0]})",
+        file=sys.stderr,
+    )
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
+    return 0
+
+
+def _db_upgrade(args: argparse.Namespace) -> int:
+    from neens.store import migrate
+
+    url = _settings(args).resolved_database_url()
+    asyncio.run(migrate.upgrade(url, args.revision))
+    revision = asyncio.run(migrate.current_revision(url))
+    print(f"Database at revision {revision}.", file=sys.stderr)
+    return 0
+
+
+def _db_current(args: argparse.Namespace) -> int:
+    from neens.store import migrate
+
+    url = _settings(args).resolved_database_url()
+    current = asyncio.run(migrate.current_revision(url))
+    head = migrate.head_revision()
+    state = "up to date" if current == head else f"behind (latest is {head})"
+    print(f"{current or 'empty'}: {state}")
+    return 0
+
+
+async def _with_db(args: argparse.Namespace, action: Any) -> Any:
+    from neens.store import migrate
+    from neens.store.db import Database
+
+    url = _settings(args).resolved_database_url()
+    await migrate.upgrade(url)
+    db = Database(url)
+    try:
+        return await action(db)
+    finally:
+        await db.dispose()
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    from neens.store import keys
+
+    created = asyncio.run(
+        _with_db(
+            args,
+            lambda db: keys.create_key(db, company=args.company, project=args.project,
+                                       role=args.role),
+        )
+    )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "key": created.key,
+                    "keyId": created.key_id,
+                    "companyId": created.company_id,
+                    "projectId": created.project_id,
+                    "role": created.role,
+                }
+            )
+        )
+    else:
+        print(created.key)
+        print(
+            f"Created {created.role} key {created.key_id} for {args.company} / {args.project}. "
+            "It is shown only once: store it now.",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _keys_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from neens.store import keys
+
+    infos = asyncio.run(_with_db(args, keys.list_keys))
+    if args.json:
+        rows = [
+            {
+                "keyId": k.key_id,
+                "prefix": k.display_prefix,
+                "company": k.company,
+                "project": k.project,
+                "role": k.role,
+                "createdAt": k.created_at.isoformat(),
+                "revokedAt": k.revoked_at.isoformat() if k.revoked_at else None,
+            }
+            for k in infos
+        ]
+        print(json.dumps({"keys": rows}))
+        return 0
+    table = Table("id", "key", "company", "project", "role", "created", "revoked")
+    for k in infos:
+        table.add_row(
+            k.key_id,
+            k.display_prefix,
+            k.company,
+            k.project,
+            k.role,
+            k.created_at.strftime("%Y-%m-%d %H:%M"),
+            k.revoked_at.strftime("%Y-%m-%d %H:%M") if k.revoked_at else "",
+        )
+    Console().print(table)
+    return 0
+
+
+def _keys_revoke(args: argparse.Namespace) -> int:
+    from neens.store import keys
+
+    found = asyncio.run(_with_db(args, lambda db: keys.revoke_key(db, args.key_id)))
+    if not found:
+        print(f"neens: no key with id {args.key_id!r} (see `neens keys list`)", file=sys.stderr)
+        return 2
+    print(f"Revoked {args.key_id}; requests with it now get 401.", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add `serve`, `db` and `keys` to the `neens` command."""
+    serve = subparsers.add_parser("serve", help="run the Neens server")
+    _add_database_url(serve)
+    serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on (default 8000)")
+    serve.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    serve.set_defaults(func=_serve)
+
+    db = subparsers.add_parser("db", help="manage the database schema")
+    db_sub = db.add_subparsers(dest="db_command", metavar="COMMAND", required=True)
+    upgrade = db_sub.add_parser("upgrade", help="apply pending migrations")
+    _add_database_url(upgrade)
+    upgrade.add_argument("revision", nargs="?", default="head", help="target (default: head)")
+    upgrade.set_defaults(func=_db_upgrade)
+    current = db_sub.add_parser("current", help="show the schema revision")
+    _add_database_url(current)
+    current.set_defaults(func=_db_current)
+
+    keys = subparsers.add_parser("keys", help="create, list and revoke API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", metavar="COMMAND", required=True)
+    create = keys_sub.add_parser(
+        "create", help="create a key (and the company and project when missing)"
+    )
+    create.add_argument("--company", required=True, help="company name")
+    create.add_argument("--project", required=True, help="project (agent) name")
+    create.add_argument("--role", choices=["ingest", "admin"], default="ingest")
+    create.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_database_url(create)
+    create.set_defaults(func=_keys_create)
+    list_ = keys_sub.add_parser("list", help="list keys (never the keys themselves)")
+    list_.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_database_url(list_)
+    list_.set_defaults(func=_keys_list)
+    revoke = keys_sub.add_parser("revoke", help="revoke a key by its id")
+    revoke.add_argument("key_id", help="the key's id (key_…), from `neens keys list`")
+    _add_database_url(revoke)
+    revoke.set_defaults(func=_keys_revoke)

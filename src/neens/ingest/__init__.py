@@ -1,0 +1,1 @@
+"""Traces in: the OTLP/HTTP receiver's decoder, the native session JSON, and linking."""

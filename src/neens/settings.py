@@ -1,0 +1,41 @@
+"""The one place Neens reads its configuration: environment variables prefixed `NEENS_`.
+
+Nothing reads the environment at import time; `Settings()` is built by the CLI or a test and
+handed to `create_app`. Every field is listed in docs/configuration.md (a test keeps them in step).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="NEENS_", extra="ignore")
+
+    home: Path = Path(".neens")
+    """Directory for local state; the embedded SQLite database lives here as `neens.db`."""
+
+    database_url: str | None = None
+    """SQLAlchemy URL of the database. Unset means SQLite at `<home>/neens.db`. For PostgreSQL use
+    `postgresql+psycopg://user@host:5432/dbname`."""
+
+    host: str = "127.0.0.1"
+    """Interface `neens serve` binds to. Loopback by default; set `0.0.0.0` to accept others."""
+
+    port: int = Field(default=8000, ge=1, le=65535)
+    """TCP port `neens serve` listens on."""
+
+    max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    """Largest request body accepted, after gzip decompression (413 above it)."""
+
+    migrate_on_start: bool = True
+    """Apply pending database migrations when the server starts."""
+
+    def resolved_database_url(self) -> str:
+        """The database URL in use: the configured one, or the embedded SQLite file."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.home / 'neens.db').resolve()}"

@@ -1,0 +1,1 @@
+"""SQLAlchemy models, Alembic migrations and queries. SQLite by default, PostgreSQL by URL."""

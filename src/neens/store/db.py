@@ -1,0 +1,106 @@
+"""Engines and transactions for the embedded SQLite default and for PostgreSQL.
+
+SQLite allows one writer at a time. Rather than let concurrent requests collide inside SQLite and
+poll its busy handler, writes from this process queue on an asyncio lock; `busy_timeout` still
+covers writers in other processes (a `neens keys create` while the server runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+SQLITE_JOURNAL_MODE = "WAL"
+"""Readers never block the writer and the writer never blocks readers."""
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+"""How long a writer from another process waits for the lock before failing."""
+SQLITE_SYNCHRONOUS = "NORMAL"
+"""With WAL, NORMAL is durable across application crashes; only an OS crash can lose the last
+commits. (OFF, which some tools use, can lose acknowledged writes.)"""
+
+
+def normalize_url(url: str) -> str:
+    """Accept the URLs people paste (`postgresql://…`, `sqlite:///…`) and pick the async driver."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    elif backend == "sqlite":
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    else:
+        raise ValueError(
+            f"unsupported database URL scheme {parsed.drivername!r}: "
+            "use sqlite:///path/to/neens.db or postgresql+psycopg://user@host/dbname"
+        )
+    return parsed.render_as_string(hide_password=False)
+
+
+def make_engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
+    """An async engine with Neens' connection settings; SQLite's directory is created."""
+    url = normalize_url(url)
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_async_engine(url, pool_pre_ping=True)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA journal_mode={SQLITE_JOURNAL_MODE}")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
+        # Off only while migrating: SQLite rebuilds tables to alter them.
+        cursor.execute(f"PRAGMA foreign_keys={'ON' if foreign_keys else 'OFF'}")
+        cursor.close()
+
+    return engine
+
+
+class Database:
+    """The engine plus the two ways in: `read()` and `write()`."""
+
+    def __init__(self, url: str) -> None:
+        self.engine = make_engine(url)
+        self.dialect = self.engine.dialect.name
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._write_lock = asyncio.Lock() if self.dialect == "sqlite" else None
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        async with self._sessions() as session:
+            yield session
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        """A transaction committed when the block exits cleanly, rolled back otherwise."""
+        if self._write_lock is None:
+            async with self._sessions() as session, session.begin():
+                yield session
+            return
+        async with self._write_lock, self._sessions() as session, session.begin():
+            yield session
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+def upsert_insert(session: AsyncSession, table: Any) -> Any:
+    """The dialect's own INSERT, which knows ON CONFLICT (both SQLite and PostgreSQL)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)

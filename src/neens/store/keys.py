@@ -1,0 +1,123 @@
+"""Companies, projects and the `nk_live_…` keys that resolve to them."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from sqlalchemy import select
+
+from neens.store.db import Database
+from neens.store.ids import new_id
+from neens.store.models import ApiKey, Company, Project
+from neens.store.types import utcnow
+
+Role = Literal["ingest", "admin"]
+ROLES: tuple[Role, ...] = ("ingest", "admin")
+KEY_PREFIX = "nk_live_"
+
+
+def hash_key(key: str) -> str:
+    """SHA-256 of the key. Keys carry 192 random bits, so a fast unsalted hash is enough."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: what a key resolves to."""
+
+    key_id: str
+    company_id: str
+    project_id: str
+    role: Role
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedKey:
+    key: str
+    key_id: str
+    company_id: str
+    project_id: str
+    role: Role
+
+
+@dataclass(frozen=True, slots=True)
+class KeyInfo:
+    key_id: str
+    display_prefix: str
+    company: str
+    project: str
+    role: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+async def create_key(db: Database, *, company: str, project: str, role: Role) -> CreatedKey:
+    """Create the company and project when missing, then a new key for the project."""
+    key = KEY_PREFIX + secrets.token_urlsafe(24)
+    async with db.write() as s:
+        company_row = await s.scalar(select(Company).where(Company.name == company))
+        if company_row is None:
+            company_row = Company(id=new_id("co_"), name=company)
+            s.add(company_row)
+            await s.flush()
+        project_row = await s.scalar(
+            select(Project).where(Project.company_id == company_row.id, Project.name == project)
+        )
+        if project_row is None:
+            project_row = Project(id=new_id("prj_"), company_id=company_row.id, name=project)
+            s.add(project_row)
+            await s.flush()
+        key_row = ApiKey(
+            id=new_id("key_"),
+            project_id=project_row.id,
+            role=role,
+            key_hash=hash_key(key),
+            display_prefix=key[: len(KEY_PREFIX) + 4] + "…",
+        )
+        s.add(key_row)
+    return CreatedKey(key, key_row.id, company_row.id, project_row.id, role)
+
+
+async def list_keys(db: Database) -> list[KeyInfo]:
+    async with db.read() as s:
+        rows = await s.execute(
+            select(ApiKey, Project.name, Company.name)
+            .join(Project, Project.id == ApiKey.project_id)
+            .join(Company, Company.id == Project.company_id)
+            .order_by(ApiKey.created_at)
+        )
+        return [
+            KeyInfo(k.id, k.display_prefix, c, p, k.role, k.created_at, k.revoked_at)
+            for k, p, c in rows.all()
+        ]
+
+
+async def revoke_key(db: Database, key_id: str) -> bool:
+    """Revoke a key by id; False when there is no such key. Revoking twice keeps the first time."""
+    async with db.write() as s:
+        row = await s.get(ApiKey, key_id)
+        if row is None:
+            return False
+        if row.revoked_at is None:
+            row.revoked_at = utcnow()
+        return True
+
+
+async def resolve_key(db: Database, key: str) -> Principal | None:
+    """The principal behind a key, or None for an unknown or revoked key."""
+    async with db.read() as s:
+        row = (
+            await s.execute(
+                select(ApiKey.id, ApiKey.role, Project.id, Project.company_id)
+                .join(Project, Project.id == ApiKey.project_id)
+                .where(ApiKey.key_hash == hash_key(key), ApiKey.revoked_at.is_(None))
+            )
+        ).first()
+    if row is None:
+        return None
+    key_id, role, project_id, company_id = row
+    return Principal(key_id, company_id, project_id, role)

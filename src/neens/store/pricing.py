@@ -1,0 +1,47 @@
+"""A project's own model prices, which win over the genai-prices table."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from neens.domain.pricing import Price, PriceBook
+from neens.store.db import Database, upsert_insert
+from neens.store.models import ModelPrice
+from neens.store.types import utcnow
+
+
+async def price_book(s: AsyncSession, project_id: str) -> PriceBook:
+    rows = await s.scalars(select(ModelPrice).where(ModelPrice.project_id == project_id))
+    return PriceBook({r.model: Price(r.input_per_mtok_usd, r.output_per_mtok_usd) for r in rows})
+
+
+async def set_price(db: Database, project_id: str, model: str, price: Price) -> None:
+    values = {
+        "input_per_mtok_usd": price.input_per_mtok_usd,
+        "output_per_mtok_usd": price.output_per_mtok_usd,
+        "updated_at": utcnow(),
+    }
+    async with db.write() as s:
+        await s.execute(
+            upsert_insert(s, ModelPrice)
+            .values(project_id=project_id, model=model, **values)
+            .on_conflict_do_update(index_elements=["project_id", "model"], set_=values)
+        )
+
+
+async def delete_price(db: Database, project_id: str, model: str) -> bool:
+    """Remove an override; False when there was none."""
+    async with db.write() as s:
+        result = await s.execute(
+            delete(ModelPrice).where(ModelPrice.project_id == project_id, ModelPrice.model == model)
+        )
+        return bool(getattr(result, "rowcount", 0))
+
+
+async def list_prices(db: Database, project_id: str) -> dict[str, Price]:
+    async with db.read() as s:
+        rows = await s.scalars(
+            select(ModelPrice).where(ModelPrice.project_id == project_id).order_by(ModelPrice.model)
+        )
+        return {r.model: Price(r.input_per_mtok_usd, r.output_per_mtok_usd) for r in rows}

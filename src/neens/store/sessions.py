@@ -1,0 +1,252 @@
+"""Sessions (one per trace) and their spans: writing decoded batches, reading them back.
+
+A session row is a cache of `domain.sessions.summarize_session` over the trace's stored spans. It
+is re-derived in the same transaction that adds spans, so spans of one trace arriving in several
+requests (or in parallel) merge into one session whose roll-up covers all of them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from neens.domain.conventions import span_view
+from neens.domain.pricing import PriceBook
+from neens.domain.sessions import SessionSummary, summarize_session
+from neens.errors import NotFound
+from neens.ingest.records import SpanRecord
+from neens.store.db import Database
+from neens.store.db import upsert_insert as _insert
+from neens.store.models import Span, TraceSession
+from neens.store.pricing import price_book
+from neens.store.types import utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    trace_id: str
+    source: str
+    summary: SessionSummary
+    created_at: datetime
+    updated_at: datetime
+    spans: list[SpanRecord] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
+    agent_name: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    eval_run_id: str | None = None
+
+
+def _record(row: Span, trace_id: str) -> SpanRecord:
+    return SpanRecord(
+        trace_id=trace_id,
+        span_id=row.span_id,
+        parent_span_id=row.parent_span_id,
+        name=row.name,
+        kind=row.kind,
+        start_time=row.start_time,
+        end_time=row.end_time,
+        status_code=row.status_code,
+        status_message=row.status_message,
+        attributes=row.attributes,
+        resource_attributes=row.resource_attributes,
+        events=row.events,
+        scope_name=row.scope_name,
+        input=row.input,
+        output=row.output,
+        agent_name=row.agent_name,
+    )
+
+
+def _span_values(session_pk: int, record: SpanRecord) -> dict[str, Any]:
+    return {
+        "session_pk": session_pk,
+        "span_id": record.span_id,
+        "parent_span_id": record.parent_span_id,
+        "name": record.name,
+        "kind": record.kind,
+        "start_time": record.start_time,
+        "end_time": record.end_time,
+        "status_code": record.status_code,
+        "status_message": record.status_message,
+        "attributes": record.attributes,
+        "resource_attributes": record.resource_attributes,
+        "events": record.events,
+        "scope_name": record.scope_name,
+        "input": record.input,
+        "output": record.output,
+        "agent_name": record.agent_name,
+        "model": span_view(record).model,
+    }
+
+
+def _apply_summary(row: TraceSession, summary: SessionSummary) -> None:
+    row.agent_name = summary.agent_name
+    row.input = summary.input
+    row.output = summary.output
+    row.models = list(summary.models)
+    row.input_tokens = summary.input_tokens
+    row.output_tokens = summary.output_tokens
+    row.latency_ms = summary.latency_ms
+    row.step_count = summary.step_count
+    row.span_count = summary.span_count
+    row.cost_usd = summary.cost_usd
+    row.cost_status = summary.cost_status
+    row.unpriced = list(summary.unpriced_models)
+    row.status = summary.status
+    row.started_at = summary.started_at
+    row.ended_at = summary.ended_at
+    row.eval_run_id = summary.eval_run_id
+    row.dataset_item_id = summary.dataset_item_id
+    row.version_label = summary.version_label
+    row.updated_at = utcnow()
+
+
+async def _resummarize(s: AsyncSession, row: TraceSession, book: PriceBook) -> SessionSummary:
+    spans = await s.scalars(select(Span).where(Span.session_pk == row.pk))
+    summary = summarize_session([_record(span, row.trace_id) for span in spans], book)
+    _apply_summary(row, summary)
+    return summary
+
+
+async def write_spans(
+    db: Database, project_id: str, spans: list[SpanRecord], *, source: str
+) -> dict[str, SessionSummary]:
+    """Store spans (a span already stored is kept as it was) and re-derive their sessions.
+
+    Traces are locked in sorted order, so two requests touching the same traces cannot deadlock.
+    """
+    by_trace: dict[str, list[SpanRecord]] = defaultdict(list)
+    for record in spans:
+        by_trace[record.trace_id].append(record)
+    summaries: dict[str, SessionSummary] = {}
+    async with db.write() as s:
+        book = await price_book(s, project_id)
+        for trace_id in sorted(by_trace):
+            await s.execute(
+                _insert(s, TraceSession)
+                .values(
+                    project_id=project_id,
+                    trace_id=trace_id,
+                    source=source,
+                    cost_status="no_llm_calls",
+                    status="ok",
+                    models=[],
+                    unpriced=[],
+                    created_at=utcnow(),
+                    updated_at=utcnow(),
+                )
+                .on_conflict_do_nothing(index_elements=["project_id", "trace_id"])
+            )
+            row = await s.scalar(
+                select(TraceSession)
+                .where(TraceSession.project_id == project_id, TraceSession.trace_id == trace_id)
+                .with_for_update()
+            )
+            assert row is not None
+            await s.execute(
+                _insert(s, Span)
+                .values([_span_values(row.pk, r) for r in by_trace[trace_id]])
+                .on_conflict_do_nothing(index_elements=["session_pk", "span_id"])
+            )
+            summaries[trace_id] = await _resummarize(s, row, book)
+    return summaries
+
+
+async def reprice_model(db: Database, project_id: str, model: str) -> int:
+    """Re-derive every session of the project with a span reporting `model`; returns how many."""
+    async with db.write() as s:
+        book = await price_book(s, project_id)
+        rows = await s.scalars(
+            select(TraceSession)
+            .where(
+                TraceSession.project_id == project_id,
+                TraceSession.pk.in_(select(Span.session_pk).where(Span.model == model)),
+            )
+            .with_for_update()
+        )
+        count = 0
+        for row in rows.all():
+            await _resummarize(s, row, book)
+            count += 1
+    return count
+
+
+def _summary_from_row(row: TraceSession) -> SessionSummary:
+    return SessionSummary(
+        agent_name=row.agent_name,
+        input=row.input,
+        output=row.output,
+        models=tuple(row.models),
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        latency_ms=row.latency_ms,
+        step_count=row.step_count,
+        span_count=row.span_count,
+        cost_usd=row.cost_usd,
+        cost_status=row.cost_status,  # type: ignore[arg-type]
+        unpriced_models=tuple(row.unpriced),
+        status=row.status,  # type: ignore[arg-type]
+        started_at=row.started_at,
+        ended_at=row.ended_at,
+        eval_run_id=row.eval_run_id,
+        dataset_item_id=row.dataset_item_id,
+        version_label=row.version_label,
+    )
+
+
+def _stored(row: TraceSession, spans: list[SpanRecord] | None = None) -> StoredSession:
+    return StoredSession(
+        row.trace_id,
+        row.source,
+        _summary_from_row(row),
+        row.created_at,
+        row.updated_at,
+        spans or [],
+    )
+
+
+async def list_sessions(
+    db: Database, project_id: str, filt: SessionFilter, *, limit: int, before: int | None
+) -> tuple[list[StoredSession], int | None]:
+    """Newest first. Returns the page and the cursor for the next page (None on the last)."""
+    query = select(TraceSession).where(TraceSession.project_id == project_id)
+    if filt.agent_name is not None:
+        query = query.where(TraceSession.agent_name == filt.agent_name)
+    if filt.start is not None:
+        query = query.where(TraceSession.started_at >= filt.start)
+    if filt.end is not None:
+        query = query.where(TraceSession.started_at < filt.end)
+    if filt.eval_run_id is not None:
+        query = query.where(TraceSession.eval_run_id == filt.eval_run_id)
+    if before is not None:
+        query = query.where(TraceSession.pk < before)
+    query = query.order_by(TraceSession.pk.desc()).limit(limit + 1)
+    async with db.read() as s:
+        rows = list(await s.scalars(query))
+    page = rows[:limit]
+    cursor = page[-1].pk if len(rows) > limit else None
+    return [_stored(r) for r in page], cursor
+
+
+async def get_session(db: Database, project_id: str, trace_id: str) -> StoredSession:
+    async with db.read() as s:
+        row = await s.scalar(
+            select(TraceSession).where(
+                TraceSession.project_id == project_id, TraceSession.trace_id == trace_id
+            )
+        )
+        if row is None:
+            raise NotFound(f"no session {trace_id!r} in this project", field="session_id")
+        spans = await s.scalars(
+            select(Span).where(Span.session_pk == row.pk).order_by(Span.start_time, Span.pk)
+        )
+        return _stored(row, [_record(span, trace_id) for span in spans])

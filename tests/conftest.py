@@ -1,0 +1,168 @@
+"""Fixtures shared by the whole suite: a fresh database per test on SQLite and on PostgreSQL,
+the app in-process, keys, and a live server on loopback.
+
+Every test that asks for `database_url` (directly or through `db`, `client`, `live_server`)
+runs once per dialect. Set NEENS_TEST_POSTGRES_URL to use another PostgreSQL server; with
+NEENS_REQUIRE_POSTGRES=1 (as CI sets) a missing server fails the run instead of skipping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from neens.api.app import create_app
+from neens.settings import Settings
+from neens.store import migrate
+from neens.store.db import Database
+from neens.store.keys import CreatedKey, create_key
+from tests.support.live import LiveServer, serve_in_thread
+
+PG_URL = os.environ.get(
+    "NEENS_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+_counter = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Local state goes to tmp_path; no proxy or OTel setting of the machine leaks in."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NEENS_HOME", str(tmp_path / "neens-home"))
+    for name in list(os.environ):
+        upper = name.upper()
+        if upper.endswith("_PROXY") or upper.startswith("OTEL_"):
+            monkeypatch.delenv(name)
+        if upper in ("NEENS_DATABASE_URL", "NEENS_BASE_URL", "NEENS_API_KEY"):
+            monkeypatch.delenv(name)
+
+
+def _pg_admin_conninfo(url: str) -> str:
+    parsed = make_url(url)
+    parts = {
+        "host": parsed.host or "127.0.0.1",
+        "port": str(parsed.port or 5432),
+        "user": parsed.username or "postgres",
+        "dbname": parsed.database or "postgres",
+    }
+    if parsed.password:
+        parts["password"] = parsed.password
+    return " ".join(f"{k}={v}" for k, v in parts.items())
+
+
+def _pg_url_for(dbname: str) -> str:
+    return make_url(PG_URL).set(database=dbname).render_as_string(hide_password=False)
+
+
+def _pg_admin() -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(_pg_admin_conninfo(PG_URL), autocommit=True, connect_timeout=5)
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "neens.db"
+    asyncio.run(migrate.upgrade(f"sqlite+aiosqlite:///{path}"))
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    try:
+        admin = _pg_admin()
+    except psycopg.OperationalError as exc:
+        reason = f"PostgreSQL not reachable at {PG_URL}: {str(exc).splitlines()[0]}"
+        if os.environ.get("NEENS_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"NEENS_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    name = f"neens_tpl_{os.getpid()}"
+    with admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    asyncio.run(migrate.upgrade(_pg_url_for(name)))
+    yield name
+    with _pg_admin() as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def dialect(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def database_url(
+    dialect: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[str]:
+    """A migrated, empty database of its own for this test."""
+    if dialect == "sqlite":
+        template: Path = request.getfixturevalue("sqlite_template")
+        path = tmp_path / "neens.db"
+        shutil.copyfile(template, path)
+        yield f"sqlite+aiosqlite:///{path}"
+        return
+    template_name: str = request.getfixturevalue("pg_template")
+    name = f"neens_t_{os.getpid()}_{next(_counter)}"
+    with _pg_admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
+    yield _pg_url_for(name)
+    with _pg_admin() as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url)
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, migrate_on_start=False)
+
+
+@pytest.fixture
+async def client(settings: Settings, db: Database) -> AsyncIterator[httpx.AsyncClient]:
+    """The real app and database in-process (no sockets), inside the app's lifespan."""
+    app = create_app(settings, database=db)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
+            yield c
+
+
+@pytest.fixture
+async def ingest_key(db: Database) -> CreatedKey:
+    return await create_key(db, company="Acme", project="Support agent", role="ingest")
+
+
+@pytest.fixture
+async def admin_key(db: Database, ingest_key: CreatedKey) -> CreatedKey:
+    """An admin key of the same project as `ingest_key`."""
+    return await create_key(db, company="Acme", project="Support agent", role="admin")
+
+
+@pytest.fixture
+async def other_project_key(db: Database) -> CreatedKey:
+    return await create_key(db, company="Globex", project="Billing agent", role="admin")
+
+
+def auth(key: CreatedKey) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key.key}"}
+
+
+@pytest.fixture
+def live_server(database_url: str) -> Iterator[LiveServer]:
+    """`neens serve`'s app under uvicorn on a free loopback port, in a thread."""
+    settings = Settings(database_url=database_url, migrate_on_start=False)
+    with serve_in_thread(create_app(settings)) as server:
+        yield server
