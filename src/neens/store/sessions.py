@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.conventions import span_view
@@ -162,14 +162,17 @@ async def write_spans(
 
 
 async def reprice_model(db: Database, project_id: str, model: str) -> int:
-    """Re-derive every session of the project with a span reporting `model`; returns how many."""
+    """Re-derive every session with a span reporting `model` (any case, as overrides match);
+    returns how many."""
     async with db.write() as s:
         book = await price_book(s, project_id)
         rows = await s.scalars(
             select(TraceSession)
             .where(
                 TraceSession.project_id == project_id,
-                TraceSession.pk.in_(select(Span.session_pk).where(Span.model == model)),
+                TraceSession.pk.in_(
+                    select(Span.session_pk).where(func.lower(Span.model) == model.lower())
+                ),
             )
             .with_for_update()
         )

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request, Response
 from neens.api.body import read_body
 from neens.api.deps import AnyKey, DbDep, SettingsDep
 from neens.errors import UnsupportedMediaType
-from neens.ingest.otlp import decode_json, decode_protobuf, encode_response
+from neens.ingest.otlp import decode_json, decode_protobuf, encode_response, rejections_message
 from neens.store.sessions import write_spans
 
 router = APIRouter(tags=["traces"])
@@ -53,7 +53,7 @@ async def export_traces(
     batch = decode_json(body) if is_json else decode_protobuf(body)
     if batch.spans:
         await write_spans(db, principal.project_id, batch.spans, source="otlp")
-    message = "; ".join(sorted({r.reason for r in batch.rejections}))
+    message = rejections_message(batch.rejections)
     return Response(
         encode_response(len(batch.rejections), message, json=is_json),
         media_type=content_type,

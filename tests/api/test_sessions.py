@@ -1,0 +1,173 @@
+"""`POST /sessions` (native JSON) and listing sessions."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from neens.store.keys import CreatedKey
+from tests.conftest import auth
+
+SPEC_EXAMPLE = {
+    "session": {"id": "trace-eval-001", "agent_name": "my-agent"},
+    "spans": [
+        {
+            "id": "span-1", "name": "agent.run", "kind": "agent",
+            "input": "<golden prompt>", "output": "<answer>",
+            "attributes": {
+                "neens.eval_run_id": "ppr_1234",
+                "neens.dataset_item_id": "dsi_1",
+                "neens.version_label": "release-2.1",
+            },
+        }
+    ],
+}
+
+
+async def test_the_spec_native_session_is_stored_with_its_correlation_keys(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    r = await client.post("/sessions", json=SPEC_EXAMPLE, headers=auth(ingest_key))
+    assert r.status_code == 200, r.text
+    assert r.json() == {
+        "sessionId": "trace-eval-001", "acceptedSpans": 1, "rejectedSpans": 0, "rejections": [],
+    }
+    session = (await client.get("/sessions/trace-eval-001", headers=auth(ingest_key))).json()
+    assert session["agentName"] == "my-agent"
+    assert session["source"] == "native"
+    assert session["input"] == "<golden prompt>"
+    assert session["output"] == "<answer>"
+    assert session["evalRunId"] == "ppr_1234"
+    assert session["datasetItemId"] == "dsi_1"
+    assert session["versionLabel"] == "release-2.1"
+    assert session["spans"][0]["kind"] == "agent"
+
+
+async def test_native_llm_spans_are_priced_from_model_and_tokens(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    body = {
+        "session": {"id": "s-llm", "agent_name": "refund-agent"},
+        "spans": [
+            {"id": "root", "name": "agent.run", "kind": "agent", "input": "hi",
+             "start_time": "2026-11-30T08:00:00Z", "end_time": "2026-11-30T08:00:02Z"},
+            {"id": "llm", "parent_id": "root", "name": "chat", "kind": "llm",
+             "model": "gpt-4o", "input_tokens": 1000, "output_tokens": 200,
+             "start_time": "2026-11-30T08:00:00.5Z", "end_time": "2026-11-30T08:00:01Z"},
+        ],
+    }
+    r = await client.post("/sessions", json=body, headers=auth(ingest_key))
+    assert r.status_code == 200, r.text
+    session = (await client.get("/sessions/s-llm", headers=auth(ingest_key))).json()
+    assert session["models"] == ["gpt-4o"]
+    assert session["costUsd"] == pytest.approx(0.0045, rel=1e-9)
+    assert session["latencyMs"] == pytest.approx(2000.0)
+    assert session["stepCount"] == 1
+
+
+async def test_native_spans_sent_later_merge_into_the_session(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    await client.post("/sessions", json=SPEC_EXAMPLE, headers=auth(ingest_key))
+    more = {
+        "session": {"id": "trace-eval-001"},
+        "spans": [{"id": "span-2", "parent_id": "span-1", "name": "lookup", "kind": "tool"}],
+    }
+    await client.post("/sessions", json=more, headers=auth(ingest_key))
+    session = (await client.get("/sessions/trace-eval-001", headers=auth(ingest_key))).json()
+    assert session["spanCount"] == 2
+    assert session["agentName"] == "my-agent"
+    assert [c["name"] for c in session["spans"][0]["children"]] == ["lookup"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"session": {"id": "x"}, "spans": []}, "spans"),
+        ({"session": {"id": ""}, "spans": [{"id": "a", "name": "n"}]}, "session.id"),
+        ({"session": {"id": "x"}, "spans": [{"name": "n"}]}, "spans[0].id"),
+        ({"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "input_tokens": -3}]},
+         "spans[0].input_tokens"),
+        ({"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "status": "meh"}]},
+         "spans[0].status"),
+        ({"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "colour": "red"}]},
+         "spans[0].colour"),
+        ({"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "output": "a\x00b"}]},
+         "spans[0].output"),
+        ({"spans": [{"id": "a", "name": "n"}]}, "session"),
+    ],
+)
+async def test_a_bad_native_session_is_refused_naming_the_field_and_stores_nothing(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, body: dict[str, object], field: str
+) -> None:
+    r = await client.post("/sessions", json=body, headers=auth(ingest_key))
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["field"] == field
+    assert (await client.get("/sessions", headers=auth(ingest_key))).json()["sessions"] == []
+
+
+async def _native(client: httpx.AsyncClient, key: CreatedKey, sid: str, agent: str | None,
+                  start: str) -> None:
+    session: dict[str, object] = {"id": sid}
+    if agent:
+        session["agent_name"] = agent
+    body = {"session": session,
+            "spans": [{"id": "r", "name": "agent.run", "kind": "agent", "start_time": start,
+                       "end_time": start}]}
+    r = await client.post("/sessions", json=body, headers=auth(key))
+    assert r.status_code == 200, r.text
+
+
+async def test_sessions_filter_by_agent_and_time_and_page_newest_first(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    await _native(client, ingest_key, "a1", "refund-agent", "2026-11-01T10:00:00Z")
+    await _native(client, ingest_key, "a2", "escalation-agent", "2026-11-02T10:00:00Z")
+    await _native(client, ingest_key, "a3", "refund-agent", "2026-11-03T10:00:00Z")
+    await _native(client, ingest_key, "a4", None, "2026-11-04T10:00:00Z")
+    h = auth(ingest_key)
+
+    async def ids(**params: object) -> list[str]:
+        r = await client.get("/sessions", params=params, headers=h)
+        assert r.status_code == 200, r.text
+        return [s["id"] for s in r.json()["sessions"]]
+
+    assert await ids() == ["a4", "a3", "a2", "a1"]
+    assert await ids(agent_name="refund-agent") == ["a3", "a1"]
+    assert await ids(start="2026-11-02T00:00:00Z", end="2026-11-04T00:00:00Z") == ["a3", "a2"]
+    assert await ids(start="2026-11-02T00:00:00+00:00", agent_name="refund-agent") == ["a3"]
+    # A session with no agent name keeps a null agent name; it is never folded into another.
+    unnamed = (await client.get("/sessions/a4", headers=h)).json()
+    assert unnamed["agentName"] is None
+
+    first = (await client.get("/sessions", params={"limit": 3}, headers=h)).json()
+    assert [s["id"] for s in first["sessions"]] == ["a4", "a3", "a2"]
+    rest = (
+        await client.get("/sessions", params={"limit": 3, "cursor": first["nextCursor"]},
+                         headers=h)
+    ).json()
+    assert [s["id"] for s in rest["sessions"]] == ["a1"]
+    assert rest["nextCursor"] is None
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"start": "2026-11-02T00:00:00"}, "start"),  # no offset: refused, never assumed UTC
+        ({"start": "yesterday"}, "start"),
+        ({"start": "2026-11-02T00:00:00Z", "end": "2026-11-01T00:00:00Z"}, "end"),
+        ({"cursor": "abc"}, "cursor"),
+        ({"limit": 0}, "limit"),
+    ],
+)
+async def test_bad_session_filters_are_refused_naming_the_parameter(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, params: dict[str, object], field: str
+) -> None:
+    r = await client.get("/sessions", params=params, headers=auth(ingest_key))
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == field
+
+
+async def test_an_unknown_session_is_404(client: httpx.AsyncClient, ingest_key: CreatedKey) -> None:
+    r = await client.get("/sessions/nope", headers=auth(ingest_key))
+    assert r.status_code == 404

@@ -1,0 +1,28 @@
+"""Database URLs and the SQLite settings that make the embedded default durable."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from neens.store.db import Database, normalize_url
+
+
+def test_pasted_urls_get_the_async_driver() -> None:
+    assert normalize_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert normalize_url("postgresql+psycopg://u:p@h:5433/db") == "postgresql+psycopg://u:p@h:5433/db"
+    assert normalize_url("sqlite:///x/neens.db") == "sqlite+aiosqlite:///x/neens.db"
+
+
+def test_an_unsupported_database_is_refused_with_the_schemes_to_use() -> None:
+    with pytest.raises(ValueError, match="postgresql\\+psycopg"):
+        normalize_url("mysql://root@localhost/test")
+
+
+@pytest.mark.parametrize("dialect", ["sqlite"])
+async def test_sqlite_runs_in_wal_mode_with_foreign_keys_enforced(db: Database) -> None:
+    async with db.read() as s:
+        assert (await s.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
+        assert (await s.execute(text("PRAGMA foreign_keys"))).scalar() == 1
+        assert (await s.execute(text("PRAGMA synchronous"))).scalar() == 1  # NORMAL
+        assert (await s.execute(text("PRAGMA busy_timeout"))).scalar() == 10_000
