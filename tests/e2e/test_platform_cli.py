@@ -1,0 +1,117 @@
+"""`neens serve`, `neens db` and `neens keys` as a user runs them: real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.live import free_port
+
+pytestmark = pytest.mark.e2e
+
+NEENS = [sys.executable, "-m", "neens_eval"]
+
+
+def neens(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+          ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*NEENS, *args], capture_output=True, text=True, timeout=120,
+        env={**os.environ, **(env or {})}, cwd=cwd,
+    )
+
+
+def test_help_lists_the_platform_and_sdk_groups() -> None:
+    result = neens("--help")
+    assert result.returncode == 0
+    for group in ("serve", "db", "keys", "datasets"):
+        assert group in result.stdout
+
+
+def test_keys_create_list_and_revoke_against_the_database(database_url: str) -> None:
+    env = {"NEENS_DATABASE_URL": database_url}
+    created = neens("keys", "create", "--company", "Acme", "--project", "Support agent",
+                    "--role", "admin", "--json", env=env)
+    assert created.returncode == 0, created.stderr
+    body = json.loads(created.stdout)
+    assert set(body) == {"key", "keyId", "companyId", "projectId", "role"}
+    assert body["key"].startswith("nk_live_")
+    assert body["role"] == "admin"
+
+    again = neens("keys", "create", "--company", "Acme", "--project", "Support agent", "--json",
+                  env=env)
+    second = json.loads(again.stdout)
+    # The company and project are reused; only the key is new.
+    assert (second["companyId"], second["projectId"]) == (body["companyId"], body["projectId"])
+    assert second["role"] == "ingest"
+    assert second["key"] != body["key"]
+
+    listed = json.loads(neens("keys", "list", "--json", env=env).stdout)["keys"]
+    assert [k["keyId"] for k in listed] == [body["keyId"], second["keyId"]]
+    assert body["key"] not in json.dumps(listed)
+
+    revoked = neens("keys", "revoke", body["keyId"], env=env)
+    assert revoked.returncode == 0
+    listed = json.loads(neens("keys", "list", "--json", env=env).stdout)["keys"]
+    assert listed[0]["revokedAt"] is not None
+    assert listed[1]["revokedAt"] is None
+
+    missing = neens("keys", "revoke", "key_nope", env=env)
+    assert missing.returncode == 2
+    assert "key_nope" in missing.stderr
+
+
+def test_keys_create_refuses_an_unknown_role() -> None:
+    result = neens("keys", "create", "--company", "A", "--project", "B", "--role", "root")
+    assert result.returncode == 2
+    assert "--role" in result.stderr
+
+
+def test_serve_starts_on_the_embedded_sqlite_default_and_migrates_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `make serve` runs: nothing configured, the database appears under .neens/."""
+    monkeypatch.delenv("NEENS_HOME")
+    port = free_port()
+    process = subprocess.Popen(
+        [*NEENS, "serve", "--port", str(port)], cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(process.stderr.read() if process.stderr else "") from None
+                time.sleep(0.2)
+        assert r.json()["status"] == "ok"
+        assert r.json()["database"] == "sqlite"
+        assert (tmp_path / ".neens" / "neens.db").exists()
+        created = neens("keys", "create", "--company", "A", "--project", "B", "--json",
+                        cwd=tmp_path)
+        key = json.loads(created.stdout)["key"]
+        # A key made by the CLI while the server runs is usable at once.
+        r = httpx.get(f"http://127.0.0.1:{port}/datasets",
+                      headers={"Authorization": f"Bearer {key}"})
+        assert r.status_code == 200
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)
+
+
+def test_db_upgrade_and_current(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    assert "empty" in neens("db", "current", "--database-url", url).stdout
+    upgraded = neens("db", "upgrade", "--database-url", url)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "up to date" in neens("db", "current", "--database-url", url).stdout
