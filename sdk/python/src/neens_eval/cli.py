@@ -1,0 +1,129 @@
+"""The `neens` command line: core command groups plus those other installed packages add.
+
+Plugin protocol. A distribution adds command groups by declaring an entry point in the group
+`neens.cli` that loads to `register(subparsers) -> None`:
+
+    [project.entry-points."neens.cli"]
+    platform = "neens.cli:register"
+
+`subparsers` is the top-level `argparse._SubParsersAction` (`Subparsers` below); `register` adds
+its groups with `subparsers.add_parser(...)`, and every runnable parser calls
+`set_defaults(func=handler)`, where `handler(args: argparse.Namespace) -> int` returns the exit
+code. A handler may raise any `neens_eval.errors.NeensClientError`; it is printed as one line
+and mapped to its exit code. Keep imports in `register` light: it runs on every `neens --help`.
+
+A plugin that fails to load or to register is skipped with a one-line warning naming its
+distribution; whatever it had registered before failing is removed, so the rest of the command
+line keeps working. Core groups are registered first and through the same protocol, so a plugin
+cannot replace them (argparse refuses the duplicate name and the plugin is skipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from typing import TypeAlias
+
+from neens_eval import __version__, datasets
+from neens_eval.errors import EXIT_USAGE, NeensClientError
+
+ENTRY_POINT_GROUP = "neens.cli"
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Handler: TypeAlias = Callable[[argparse.Namespace], int]
+Register: TypeAlias = Callable[[Subparsers], None]
+
+CORE_GROUPS: dict[str, Register] = {"datasets": datasets.register}
+
+
+def plugin_entry_points() -> list[metadata.EntryPoint]:
+    """Every installed `neens.cli` entry point, in a stable order (by distribution, then name)."""
+    found = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    return sorted(found, key=lambda entry_point: (_origin(entry_point), entry_point.name))
+
+
+def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
+    """The full `neens` parser: core groups, then every plugin that loads cleanly."""
+    return _build(with_plugins=with_plugins)[0]
+
+
+def _build(*, with_plugins: bool) -> tuple[argparse.ArgumentParser, Subparsers]:
+    parser = argparse.ArgumentParser(
+        prog="neens",
+        description="Neens command line: push datasets, run evaluation gates, manage a server.",
+        epilog=(
+            "Client commands read NEENS_BASE_URL and NEENS_API_KEY from the environment. "
+            "Run `neens COMMAND --help` for the options of a command."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"neens-eval {__version__}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for register in CORE_GROUPS.values():
+        register(subparsers)
+    if with_plugins:
+        for entry_point in plugin_entry_points():
+            _register_plugin(entry_point, subparsers)
+    return parser, subparsers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `neens` with `argv` (default: the process arguments) and return the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    # A core command does not need the plugins, so a slow or broken plugin never gets in the way
+    # of `neens datasets push` in CI. Everything else (help, plugin groups) loads them all.
+    core_command = bool(args_list) and args_list[0] in CORE_GROUPS
+    parser, subparsers = _build(with_plugins=not core_command)
+    if not args_list:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # --help and --version (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    handler: Handler | None = getattr(args, "func", None)
+    if handler is None:
+        # A group was named without one of its commands: show that group's commands.
+        subparsers.choices.get(args_list[0], parser).print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return handler(args)
+    except NeensClientError as exc:
+        print(f"neens: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("neens: interrupted", file=sys.stderr)
+        return 130
+
+
+def _register_plugin(entry_point: metadata.EntryPoint, subparsers: Subparsers) -> None:
+    names_before = dict(subparsers.choices)
+    help_lines_before = len(subparsers._choices_actions)
+    try:
+        register = entry_point.load()
+        register(subparsers)
+    except Exception as exc:  # any failure in a plugin must not stop the CLI
+        # Undo a half-done registration so no group is listed that cannot be run.
+        for name in set(subparsers.choices) - set(names_before):
+            del subparsers.choices[name]
+        del subparsers._choices_actions[help_lines_before:]
+        detail = " ".join(str(exc).split()) or "no detail"
+        print(
+            f"neens: warning: skipped the commands from {_origin(entry_point)} (entry point "
+            f"{entry_point.name!r}: {type(exc).__name__}: {detail}); reinstall or upgrade it, "
+            f"or uninstall it to silence this warning",
+            file=sys.stderr,
+        )
+
+
+def _origin(entry_point: metadata.EntryPoint) -> str:
+    """The distribution an entry point comes from, as "name version", for messages."""
+    dist = entry_point.dist
+    if dist is None:
+        return entry_point.value
+    return f"{dist.name} {dist.version}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

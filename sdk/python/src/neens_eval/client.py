@@ -1,0 +1,303 @@
+"""A small JSON client for the Neens HTTP API, on `urllib.request` so it needs no dependency.
+
+Retries follow one rule: retry only when the server cannot have acted on the request, or when
+acting twice is harmless. GET and PUT are idempotent, so every connection failure and every
+502/503/504 is retried for them. A POST creates something, so it is retried only when it cannot
+have reached the application: the connection was refused or failed while the request was being
+sent, or the server said 503 (not taking requests). A POST that times out waiting for its answer,
+whose connection drops afterwards, or that meets a 502/504 from a proxy is reported at once as
+`Unreachable`, saying it may have been applied, rather than risking a duplicate.
+
+Redirects are never followed: urllib would replay the `Authorization` header to wherever the
+redirect points, and a redirect almost always means `NEENS_BASE_URL` is slightly wrong (http
+instead of https, a missing path prefix), which the error message says.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.message import Message
+from typing import IO, Any
+
+from neens_eval import __version__
+from neens_eval.errors import ApiError, ConfigError, Unreachable
+
+BASE_URL_VAR = "NEENS_BASE_URL"
+API_KEY_VAR = "NEENS_API_KEY"
+RETRY_STATUSES = frozenset({502, 503, 504})
+_IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+
+Params = Mapping[str, str | int | bool | None]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How many times a request is tried, and how long to wait between tries.
+
+    The wait before retry number n (from 0) is `backoff * 2**n`, capped at `max_backoff`. The
+    defaults ride out a server restart (about 3.5 seconds in all) without stalling a CI job.
+    """
+
+    attempts: int = 4
+    """Total tries, the first included; 1 disables retries."""
+    backoff: float = 0.5
+    max_backoff: float = 4.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("RetryPolicy.attempts must be at least 1")
+        if self.backoff < 0 or self.max_backoff < 0:
+            raise ValueError("RetryPolicy delays must not be negative")
+
+    def delay(self, retry: int) -> float:
+        """Seconds to wait before retry number `retry` (0 for the first retry)."""
+        return float(min(self.backoff * 2**retry, self.max_backoff))
+
+
+DEFAULT_RETRY = RetryPolicy()
+"""Used when a `Client` is built without an explicit policy (read at construction time)."""
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Turn every redirect into an `HTTPError` instead of following it (see the module doc)."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: Message,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        return None
+
+
+class Client:
+    """Talks JSON to one Neens server with one API key.
+
+    Every method returns the decoded JSON answer (None for an empty one) or raises a
+    `neens_eval.errors.NeensClientError`: `ApiError` (or `AuthError`) when the server answered
+    with an error, `Unreachable` when it could not be reached after the retries.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        timeout: float = 30.0,
+        *,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        base_url, api_key = base_url.strip(), api_key.strip()
+        for problem in (_base_url_problem(base_url), _api_key_problem(api_key)):
+            if problem:
+                raise ConfigError(problem)
+        if timeout <= 0:
+            raise ConfigError(f"the timeout must be a positive number of seconds (got {timeout})")
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.retry = retry if retry is not None else DEFAULT_RETRY
+        self._api_key = api_key
+        self._opener = urllib.request.build_opener(_NoRedirect())
+
+    def __repr__(self) -> str:
+        # Never show the key: reprs end up in logs and tracebacks.
+        return f"Client(base_url={self.base_url!r}, timeout={self.timeout!r})"
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+    ) -> Client:
+        """Build a client from NEENS_BASE_URL and NEENS_API_KEY (or from `environ` if given)."""
+        env = os.environ if environ is None else environ
+        base_url = env.get(BASE_URL_VAR, "").strip()
+        if not base_url:
+            raise ConfigError(
+                f"{BASE_URL_VAR} is not set; set it to the address of your Neens server, "
+                f"for example: export {BASE_URL_VAR}=http://127.0.0.1:8000"
+            )
+        api_key = env.get(API_KEY_VAR, "").strip()
+        if not api_key:
+            raise ConfigError(
+                f"{API_KEY_VAR} is not set; create an API key for your project "
+                f"(`neens keys create` on the server) and export {API_KEY_VAR}=<the key>"
+            )
+        for name, problem in (
+            (BASE_URL_VAR, _base_url_problem(base_url)),
+            (API_KEY_VAR, _api_key_problem(api_key)),
+        ):
+            if problem:
+                raise ConfigError(f"{name}: {problem}")
+        return cls(base_url, api_key, timeout, retry=retry)
+
+    def get(self, path: str, params: Params | None = None) -> Any:
+        """GET `path` (relative to the base URL, starting with "/"), with optional query params."""
+        return self._request("GET", path, None, params)
+
+    def post(self, path: str, json_body: Any) -> Any:
+        """POST `json_body` as JSON to `path`."""
+        return self._request("POST", path, json_body, None)
+
+    def put(self, path: str, json_body: Any) -> Any:
+        """PUT `json_body` as JSON to `path`."""
+        return self._request("PUT", path, json_body, None)
+
+    def url(self, path: str, params: Params | None = None) -> str:
+        """The absolute URL for `path` and `params` (params whose value is None are left out)."""
+        if not path.startswith("/"):
+            raise ValueError(f"API paths start with '/': {path!r}")
+        query = ""
+        if params:
+            pairs = [
+                (key, _query_value(value)) for key, value in params.items() if value is not None
+            ]
+            query = "?" + urllib.parse.urlencode(pairs) if pairs else ""
+        return f"{self.base_url}{path}{query}"
+
+    def _request(self, method: str, path: str, body: Any, params: Params | None) -> Any:
+        url = self.url(path, params)
+        data = None
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        headers = {
+            "Authorization": f"Bearer {self._api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"neens-eval/{__version__}",
+        }
+        idempotent = method in _IDEMPOTENT_METHODS
+        problem = ""
+        for attempt in range(self.retry.attempts):
+            if attempt:
+                time.sleep(self.retry.delay(attempt - 1))
+            request = urllib.request.Request(url, data=data, headers=headers, method=method)
+            try:
+                with self._opener.open(request, timeout=self.timeout) as response:
+                    status: int = response.status
+                    payload: bytes = response.read()
+            except urllib.error.HTTPError as exc:
+                status, payload = exc.code, _read_quietly(exc)
+                if status in RETRY_STATUSES:
+                    problem = f"HTTP {status} {exc.reason}"
+                    if idempotent or status == 503:
+                        continue
+                    raise self._maybe_applied(method, path, problem) from None
+                if 300 <= status < 400:
+                    raise self._redirected(status, exc.headers.get("Location")) from None
+                raise ApiError.from_body(status, str(exc.reason), payload) from None
+            except urllib.error.URLError as exc:
+                # urllib wraps failures that happen before the request is fully sent (DNS,
+                # connect, refused, connect timeout), so the server cannot have acted on it.
+                reason = exc.reason
+                if isinstance(reason, ssl.SSLError):
+                    raise Unreachable(
+                        f"TLS with {self.base_url} failed ({reason}); check {BASE_URL_VAR} and "
+                        f"the server's certificate"
+                    ) from None
+                if not isinstance(reason, OSError):
+                    raise ConfigError(f"{BASE_URL_VAR}: cannot request {url} ({reason})") from None
+                problem = _describe(reason)
+                continue
+            except (OSError, http.client.HTTPException) as exc:
+                # Raised while waiting for or reading the answer: the request was sent.
+                problem = _describe(exc)
+                if idempotent:
+                    continue
+                raise self._maybe_applied(method, path, problem) from None
+            return self._decode(status, payload, method, path)
+        raise Unreachable(
+            f"could not reach Neens at {self.base_url} after {self.retry.attempts} "
+            f"{'attempt' if self.retry.attempts == 1 else 'attempts'} ({problem}); check "
+            f"{BASE_URL_VAR} and that the server is running"
+        )
+
+    def _decode(self, status: int, payload: bytes, method: str, path: str) -> Any:
+        if not payload.strip():
+            return None
+        try:
+            return json.loads(payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise ApiError(
+                status,
+                "invalid_response",
+                f"the answer to {method} {path} is not JSON; check that {BASE_URL_VAR} "
+                f"({self.base_url}) is the address of the Neens API",
+            ) from None
+
+    def _maybe_applied(self, method: str, path: str, problem: str) -> Unreachable:
+        return Unreachable(
+            f"no answer from Neens at {self.base_url} to {method} {path} ({problem}); the "
+            f"request may or may not have been applied, so check before running it again"
+        )
+
+    def _redirected(self, status: int, location: str | None) -> ApiError:
+        target = f" to {location}" if location else ""
+        return ApiError(
+            status,
+            "redirect",
+            f"Neens answered with a redirect{target}; set {BASE_URL_VAR} to the address the "
+            f"server is really served at (redirects are not followed so the API key is only "
+            f"ever sent to {self.base_url})",
+        )
+
+
+def _base_url_problem(base_url: str) -> str | None:
+    """Why `base_url` cannot be used, or None. Checked up front so a typo is a usage error."""
+    parts = urllib.parse.urlsplit(base_url)
+    try:
+        parts.port  # noqa: B018 - parsing the port is the check: it raises on a bad one
+    except ValueError:
+        return f"the port in {base_url!r} is not a number between 0 and 65535"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return (
+            f"the Neens base URL must start with http:// or https://, such as "
+            f"http://127.0.0.1:8000 (got {base_url!r})"
+        )
+    return None
+
+
+def _api_key_problem(api_key: str) -> str | None:
+    if not api_key or any(char.isspace() for char in api_key):
+        return "the API key is empty or contains whitespace; paste the whole key"
+    return None
+
+
+def _query_value(value: str | int | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _read_quietly(error: urllib.error.HTTPError) -> bytes:
+    """The body of an error answer, or b"" when even that cannot be read."""
+    try:
+        with error:
+            return error.read()
+    except (OSError, http.client.HTTPException):
+        return b""
+
+
+def _describe(error: BaseException) -> str:
+    """A short description of a network error, such as "connection refused"."""
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(error, ConnectionResetError | http.client.RemoteDisconnected):
+        return "connection closed by the server"
+    if isinstance(error, TimeoutError):
+        return "timed out"
+    text = str(error) or type(error).__name__
+    return " ".join(text.split())

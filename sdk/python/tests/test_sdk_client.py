@@ -1,0 +1,258 @@
+"""`neens_eval.client`: request shape, retries, and how answers map onto the error tree.
+
+The HTTP side runs against `fake_neens` (conftest.py), a loopback `http.server` standing in for
+the Neens server's documented wire contract; end-to-end tests against the real server are
+written separately.
+"""
+
+from __future__ import annotations
+
+import pytest
+from neens_eval_fakes import FakeNeens, Reply
+
+import neens_eval
+from neens_eval.client import Client, RetryPolicy
+from neens_eval.errors import ApiError, AuthError, ConfigError, NeensClientError, Unreachable
+
+FAST = RetryPolicy(attempts=3, backoff=0.0)
+
+
+def make_client(fake: FakeNeens, timeout: float = 5.0) -> Client:
+    return Client(fake.url, "nk_live_secret", timeout, retry=FAST)
+
+
+def test_get_sends_key_version_and_query(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("GET", "/datasets", Reply(200, {"datasets": []}))
+
+    answer = make_client(fake_neens).get(
+        "/datasets", {"name": "support & golden", "limit": 5, "golden": True, "cursor": None}
+    )
+
+    assert answer == {"datasets": []}
+    [request] = fake_neens.requests
+    assert request.query == {"name": ["support & golden"], "limit": ["5"], "golden": ["true"]}
+    assert request.headers["authorization"] == "Bearer nk_live_secret"
+    assert request.headers["content-type"] == "application/json"
+    assert request.headers["user-agent"] == f"neens-eval/{neens_eval.__version__}"
+    assert request.body is None
+
+
+@pytest.mark.parametrize("method", ["post", "put"])
+def test_post_and_put_send_the_body_as_utf8_json(fake_neens: FakeNeens, method: str) -> None:
+    fake_neens.reply(method.upper(), "/things/1", Reply(201, {"id": "t_1"}))
+    body = {"input": "Où est ma commande ?", "n": [1, 2.5, None]}
+
+    answer = getattr(make_client(fake_neens), method)("/things/1", body)
+
+    assert answer == {"id": "t_1"}
+    [request] = fake_neens.requests
+    assert (request.method, request.path, request.body) == (method.upper(), "/things/1", body)
+    assert request.headers["authorization"] == "Bearer nk_live_secret"
+
+
+def test_base_url_path_prefix_and_trailing_slash_are_kept(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("GET", "/api/datasets", Reply(200, {"ok": True}))
+    client = Client(fake_neens.url + "/api/", "k", retry=FAST)
+    assert client.get("/datasets") == {"ok": True}
+
+
+def test_empty_answer_is_none(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("PUT", "/x", Reply(204))
+    assert make_client(fake_neens).put("/x", {}) is None
+
+
+def test_gateway_errors_are_retried_until_an_answer(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("GET", "/x", Reply(503), Reply(502), Reply(200, {"ok": True}))
+
+    assert make_client(fake_neens).get("/x") == {"ok": True}
+    assert len(fake_neens.requests) == 3
+
+
+def test_persistent_gateway_errors_become_unreachable(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("GET", "/x", Reply(504))
+
+    with pytest.raises(Unreachable) as caught:
+        make_client(fake_neens).get("/x")
+
+    assert len(fake_neens.requests) == FAST.attempts
+    assert caught.value.exit_code == 3
+    assert "after 3 attempts (HTTP 504" in str(caught.value)
+
+
+def test_post_is_retried_on_503_which_means_it_was_not_processed(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("POST", "/x", Reply(503), Reply(201, {"id": "x_1"}))
+
+    assert make_client(fake_neens).post("/x", {}) == {"id": "x_1"}
+    assert len(fake_neens.requests) == 2
+
+
+@pytest.mark.parametrize("status", [502, 504])
+def test_post_is_not_retried_when_it_may_have_been_applied(
+    fake_neens: FakeNeens, status: int
+) -> None:
+    fake_neens.reply("POST", "/x", Reply(status), Reply(201, {"id": "x_1"}))
+
+    with pytest.raises(Unreachable, match="may or may not have been applied"):
+        make_client(fake_neens).post("/x", {})
+    assert len(fake_neens.requests) == 1
+
+
+def test_get_is_retried_after_a_timeout(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("GET", "/slow", Reply(200, {"late": True}, delay=1.0), Reply(200, {"ok": 1}))
+
+    assert make_client(fake_neens, timeout=0.2).get("/slow") == {"ok": 1}
+    assert len(fake_neens.requests) == 2
+
+
+def test_post_is_not_retried_after_a_timeout(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("POST", "/slow", Reply(201, {"late": True}, delay=1.0), Reply(201, {}))
+
+    with pytest.raises(Unreachable, match=r"POST /slow \(timed out\).*may or may not"):
+        make_client(fake_neens, timeout=0.2).post("/slow", {})
+    assert len(fake_neens.requests) == 1
+
+
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_refused_connection_is_retried_then_unreachable(closed_port: int, method: str) -> None:
+    calls = {"get": lambda c: c.get("/x"), "post": lambda c: c.post("/x", {})}
+    client = Client(f"http://127.0.0.1:{closed_port}", "k", retry=FAST)
+
+    with pytest.raises(Unreachable) as caught:
+        calls[method](client)
+
+    message = str(caught.value)
+    assert "after 3 attempts (connection refused)" in message
+    assert "check NEENS_BASE_URL" in message
+
+
+def test_401_is_an_auth_error_saying_what_to_check(fake_neens: FakeNeens) -> None:
+    body = {"error": {"code": "not_authenticated", "message": "Unknown API key."}}
+    fake_neens.reply("GET", "/x", Reply(401, body))
+
+    with pytest.raises(AuthError) as caught:
+        make_client(fake_neens).get("/x")
+
+    error = caught.value
+    assert (error.status, error.code, error.message, error.field) == (
+        401,
+        "not_authenticated",
+        "Unknown API key.",
+        None,
+    )
+    assert error.exit_code == 2
+    assert str(error) == "Unknown API key. [HTTP 401 not_authenticated]; check NEENS_API_KEY"
+    assert len(fake_neens.requests) == 1
+
+
+def test_403_is_an_auth_error_about_the_role(fake_neens: FakeNeens) -> None:
+    body = {"error": {"code": "forbidden", "message": "This key may only read."}}
+    fake_neens.reply("POST", "/x", Reply(403, body))
+
+    with pytest.raises(AuthError, match="role"):
+        make_client(fake_neens).post("/x", {})
+
+
+def test_422_names_the_field_on_one_line(fake_neens: FakeNeens) -> None:
+    body = {
+        "error": {
+            "code": "unprocessable",
+            "message": "must not be empty\n(see docs)",
+            "field": "items[0].input",
+        }
+    }
+    fake_neens.reply("POST", "/x", Reply(422, body))
+
+    with pytest.raises(ApiError) as caught:
+        make_client(fake_neens).post("/x", {})
+
+    assert type(caught.value) is ApiError
+    assert caught.value.exit_code == 2
+    assert str(caught.value) == (
+        "must not be empty (see docs) (field items[0].input) [HTTP 422 unprocessable]"
+    )
+
+
+def test_500_is_not_retried_and_exits_3(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("GET", "/x", Reply(500, raw=b"<html>Internal Server Error</html>"))
+
+    with pytest.raises(ApiError) as caught:
+        make_client(fake_neens).get("/x")
+
+    assert len(fake_neens.requests) == 1
+    assert (caught.value.status, caught.value.code, caught.value.exit_code) == (500, "http_500", 3)
+    assert "Internal Server Error" in str(caught.value)  # the status line's reason
+
+
+def test_redirects_are_not_followed(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("GET", "/x", Reply(301, headers={"Location": "https://elsewhere.test/x"}))
+
+    with pytest.raises(ApiError) as caught:
+        make_client(fake_neens).get("/x")
+
+    assert caught.value.code == "redirect"
+    assert "https://elsewhere.test/x" in str(caught.value)
+    assert "NEENS_BASE_URL" in str(caught.value)
+    assert len(fake_neens.requests) == 1
+
+
+def test_a_non_json_success_means_the_wrong_server(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("GET", "/x", Reply(200, raw=b"<html>hello</html>"))
+
+    with pytest.raises(ApiError, match="not JSON; check that NEENS_BASE_URL") as caught:
+        make_client(fake_neens).get("/x")
+    assert caught.value.code == "invalid_response"
+
+
+def test_from_env_reads_both_variables(fake_neens: FakeNeens) -> None:
+    fake_neens.reply("GET", "/x", Reply(200, {"ok": True}))
+    client = Client.from_env({"NEENS_BASE_URL": fake_neens.url, "NEENS_API_KEY": " nk_1\n"})
+
+    assert client.get("/x") == {"ok": True}
+    assert fake_neens.requests[0].headers["authorization"] == "Bearer nk_1"
+
+
+@pytest.mark.parametrize(
+    ("environ", "variable"),
+    [
+        ({}, "NEENS_BASE_URL"),
+        ({"NEENS_API_KEY": "k"}, "NEENS_BASE_URL"),
+        ({"NEENS_BASE_URL": "http://127.0.0.1:8000"}, "NEENS_API_KEY"),
+        ({"NEENS_BASE_URL": "http://127.0.0.1:8000", "NEENS_API_KEY": "  "}, "NEENS_API_KEY"),
+        ({"NEENS_BASE_URL": "127.0.0.1:8000", "NEENS_API_KEY": "k"}, "NEENS_BASE_URL"),
+        ({"NEENS_BASE_URL": "http://127.0.0.1:80x", "NEENS_API_KEY": "k"}, "NEENS_BASE_URL"),
+        ({"NEENS_BASE_URL": "http://h", "NEENS_API_KEY": "two words"}, "NEENS_API_KEY"),
+    ],
+)
+def test_from_env_names_the_variable_to_fix(environ: dict[str, str], variable: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Client.from_env(environ)
+    assert str(caught.value).startswith(variable)
+    assert caught.value.exit_code == 2
+
+
+def test_the_key_never_appears_in_the_repr() -> None:
+    client = Client("http://127.0.0.1:8000", "nk_live_secret")
+    assert "nk_live_secret" not in repr(client)
+
+
+def test_retry_delays_double_up_to_the_cap() -> None:
+    policy = RetryPolicy(attempts=6, backoff=0.5, max_backoff=3.0)
+    assert [policy.delay(n) for n in range(5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+    with pytest.raises(ValueError, match="at least 1"):
+        RetryPolicy(attempts=0)
+
+
+def test_error_tree() -> None:
+    assert issubclass(AuthError, ApiError)
+    for error in (ConfigError, ApiError, Unreachable):
+        assert issubclass(error, NeensClientError)
+    assert ConfigError("x").exit_code == 2
+    assert Unreachable("x").exit_code == 3
+    assert ApiError(404, "not_found", "x").exit_code == 2
+    assert ApiError(503, "x", "x").exit_code == 3
+
+
+def test_error_body_of_another_shape_falls_back_to_the_status_line() -> None:
+    error = ApiError.from_body(403, "Forbidden", b'{"detail": "nope"}')
+    assert isinstance(error, AuthError)
+    assert (error.code, error.message, error.field) == ("http_403", "Forbidden", None)
