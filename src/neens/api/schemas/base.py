@@ -13,7 +13,7 @@ from neens.domain.conventions import unstorable_text_reason
 class RequestBody(BaseModel):
     """A request body: unknown fields are refused, so a typo never silently drops data."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class ResponseBody(BaseModel):

@@ -9,7 +9,9 @@ from neens.api.schemas.base import RequestBody, ResponseBody
 
 
 class PriceIn(RequestBody):
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False)
+    model_config = ConfigDict(
+        extra="forbid", use_attribute_docstrings=True, alias_generator=to_camel
+    )
 
     input_per_m_tok_usd: float = Field(ge=0, alias="inputPerMTokUsd", allow_inf_nan=False)
     """USD per million prompt tokens."""
