@@ -99,9 +99,7 @@ def dialect(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def database_url(
-    dialect: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[str]:
+def database_url(dialect: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A migrated, empty database of its own for this test."""
     if dialect == "sqlite":
         template: Path = request.getfixturevalue("sqlite_template")

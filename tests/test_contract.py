@@ -68,10 +68,12 @@ async def test_every_error_has_the_one_shape(
         await client.post("/datasets", json={"name": "d"}, headers=h),  # 409
         await client.post("/v1/traces", content=b"x", headers={**h, "Content-Type": "text/csv"}),
         await client.post("/datasets", json={"name": 3}, headers=h),  # 422
-        await client.post("/datasets", content=b"{", headers={**h, "Content-Type":
-                                                              "application/json"}),  # 400
-        await client.post("/v1/traces", content=b"\xff",
-                          headers={**h, "Content-Type": "application/x-protobuf"}),  # 400
+        await client.post(
+            "/datasets", content=b"{", headers={**h, "Content-Type": "application/json"}
+        ),  # 400
+        await client.post(
+            "/v1/traces", content=b"\xff", headers={**h, "Content-Type": "application/x-protobuf"}
+        ),  # 400
     ]
     statuses = [r.status_code for r in responses]
     assert statuses == [401, 403, 404, 404, 405, 409, 415, 422, 400, 400]

@@ -89,8 +89,9 @@ def _keys_create(args: argparse.Namespace) -> int:
     created = asyncio.run(
         _with_db(
             args,
-            lambda db: keys.create_key(db, company=args.company, project=args.project,
-                                       role=args.role),
+            lambda db: keys.create_key(
+                db, company=args.company, project=args.project, role=args.role
+            ),
         )
     )
     if args.json:

@@ -5,7 +5,7 @@
     ├── Unprocessable          422: a well-formed body whose content is wrong; names the field
     ├── NotAuthenticated       401: no key, or a key Neens does not know (or revoked)
     ├── Forbidden              403: a known key whose role may not do this
-    ├── NotFound               404: no such resource in the caller's project (never "exists elsewhere")
+    ├── NotFound               404: no such resource in the caller's project (never "elsewhere")
     ├── Conflict               409: the resource exists already, or its state forbids the change
     ├── PayloadTooLarge        413: a body over the documented cap
     └── UnsupportedMediaType   415: a content type the route does not read

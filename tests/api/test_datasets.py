@@ -15,7 +15,10 @@ async def _dataset(client: httpx.AsyncClient, key: CreatedKey, name: str = "gold
 
 
 async def _version(
-    client: httpx.AsyncClient, key: CreatedKey, ds: str, items: list[dict[str, object]],
+    client: httpx.AsyncClient,
+    key: CreatedKey,
+    ds: str,
+    items: list[dict[str, object]],
     golden: bool = False,
 ) -> dict[str, object]:
     r = await client.post(
@@ -65,7 +68,10 @@ async def test_pushing_a_golden_version_makes_it_the_datasets_golden_version(
 ) -> None:
     ds = await _dataset(client, ingest_key)
     v1 = await _version(
-        client, ingest_key, ds, [{"input": "Where is order 17?", "expected_output": "Shipped"}],
+        client,
+        ingest_key,
+        ds,
+        [{"input": "Where is order 17?", "expected_output": "Shipped"}],
         golden=True,
     )
     assert str(v1["id"]).startswith("dsv_")
@@ -109,9 +115,7 @@ async def test_items_round_trip_unicode_empty_strings_and_long_inputs(
     ]
     ds = await _dataset(client, ingest_key)
     version = await _version(client, ingest_key, ds, items)
-    r = await client.get(
-        f"/datasets/{ds}/versions/{version['id']}/items", headers=auth(ingest_key)
-    )
+    r = await client.get(f"/datasets/{ds}/versions/{version['id']}/items", headers=auth(ingest_key))
     got = r.json()["items"]
     assert [i["position"] for i in got] == [0, 1, 2]
     assert got[0]["input"] == items[0]["input"]
@@ -198,8 +202,9 @@ async def test_another_projects_dataset_is_not_found_anywhere(
         r = await client.request(method, url, headers=theirs)
         assert r.status_code == 404, (method, url)
         assert "secret" not in r.text
-    r = await client.post(f"/datasets/{ds}/versions", json={"items": [{"input": "x"}]},
-                          headers=theirs)
+    r = await client.post(
+        f"/datasets/{ds}/versions", json={"items": [{"input": "x"}]}, headers=theirs
+    )
     assert r.status_code == 404
     assert (await client.get("/datasets", headers=theirs)).json()["datasets"] == []
 

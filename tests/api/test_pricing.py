@@ -84,7 +84,9 @@ async def test_an_override_wins_over_genai_prices(
 
 
 async def test_prices_are_per_project(
-    client: httpx.AsyncClient, ingest_key: CreatedKey, admin_key: CreatedKey,
+    client: httpx.AsyncClient,
+    ingest_key: CreatedKey,
+    admin_key: CreatedKey,
     other_project_key: CreatedKey,
 ) -> None:
     await client.put(

@@ -12,8 +12,11 @@ SPEC_EXAMPLE = {
     "session": {"id": "trace-eval-001", "agent_name": "my-agent"},
     "spans": [
         {
-            "id": "span-1", "name": "agent.run", "kind": "agent",
-            "input": "<golden prompt>", "output": "<answer>",
+            "id": "span-1",
+            "name": "agent.run",
+            "kind": "agent",
+            "input": "<golden prompt>",
+            "output": "<answer>",
             "attributes": {
                 "neens.eval_run_id": "ppr_1234",
                 "neens.dataset_item_id": "dsi_1",
@@ -30,7 +33,10 @@ async def test_the_spec_native_session_is_stored_with_its_correlation_keys(
     r = await client.post("/sessions", json=SPEC_EXAMPLE, headers=auth(ingest_key))
     assert r.status_code == 200, r.text
     assert r.json() == {
-        "sessionId": "trace-eval-001", "acceptedSpans": 1, "rejectedSpans": 0, "rejections": [],
+        "sessionId": "trace-eval-001",
+        "acceptedSpans": 1,
+        "rejectedSpans": 0,
+        "rejections": [],
     }
     session = (await client.get("/sessions/trace-eval-001", headers=auth(ingest_key))).json()
     assert session["agentName"] == "my-agent"
@@ -49,11 +55,25 @@ async def test_native_llm_spans_are_priced_from_model_and_tokens(
     body = {
         "session": {"id": "s-llm", "agent_name": "refund-agent"},
         "spans": [
-            {"id": "root", "name": "agent.run", "kind": "agent", "input": "hi",
-             "start_time": "2026-11-30T08:00:00Z", "end_time": "2026-11-30T08:00:02Z"},
-            {"id": "llm", "parent_id": "root", "name": "chat", "kind": "llm",
-             "model": "gpt-4o", "input_tokens": 1000, "output_tokens": 200,
-             "start_time": "2026-11-30T08:00:00.5Z", "end_time": "2026-11-30T08:00:01Z"},
+            {
+                "id": "root",
+                "name": "agent.run",
+                "kind": "agent",
+                "input": "hi",
+                "start_time": "2026-11-30T08:00:00Z",
+                "end_time": "2026-11-30T08:00:02Z",
+            },
+            {
+                "id": "llm",
+                "parent_id": "root",
+                "name": "chat",
+                "kind": "llm",
+                "model": "gpt-4o",
+                "input_tokens": 1000,
+                "output_tokens": 200,
+                "start_time": "2026-11-30T08:00:00.5Z",
+                "end_time": "2026-11-30T08:00:01Z",
+            },
         ],
     }
     r = await client.post("/sessions", json=body, headers=auth(ingest_key))
@@ -86,15 +106,35 @@ async def test_native_spans_sent_later_merge_into_the_session(
         ({"session": {"id": "x"}, "spans": []}, "spans"),
         ({"session": {"id": ""}, "spans": [{"id": "a", "name": "n"}]}, "session.id"),
         ({"session": {"id": "x"}, "spans": [{"name": "n"}]}, "spans[0].id"),
-        ({"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "input_tokens": -3}]},
-         "spans[0].input_tokens"),
-        ({"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "status": "meh"}]},
-         "spans[0].status"),
-        ({"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "colour": "red"}]},
-         "spans[0].colour"),
-        ({"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "output": "a\x00b"}]},
-         "spans[0].output"),
+        (
+            {"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "input_tokens": -3}]},
+            "spans[0].input_tokens",
+        ),
+        (
+            {"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "status": "meh"}]},
+            "spans[0].status",
+        ),
+        (
+            {"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "colour": "red"}]},
+            "spans[0].colour",
+        ),
+        (
+            {"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "output": "a\x00b"}]},
+            "spans[0].output",
+        ),
         ({"spans": [{"id": "a", "name": "n"}]}, "session"),
+        # A time without an offset is refused, never assumed to be UTC.
+        (
+            {
+                "session": {"id": "x"},
+                "spans": [{"id": "a", "name": "n", "start_time": "2026-11-30T08:00:00"}],
+            },
+            "spans[0].start_time",
+        ),
+        (
+            {"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "end_time": 10**30}]},
+            "spans[0].end_time",
+        ),
     ],
 )
 async def test_a_bad_native_session_is_refused_naming_the_field_and_stores_nothing(
@@ -106,14 +146,24 @@ async def test_a_bad_native_session_is_refused_naming_the_field_and_stores_nothi
     assert (await client.get("/sessions", headers=auth(ingest_key))).json()["sessions"] == []
 
 
-async def _native(client: httpx.AsyncClient, key: CreatedKey, sid: str, agent: str | None,
-                  start: str) -> None:
+async def _native(
+    client: httpx.AsyncClient, key: CreatedKey, sid: str, agent: str | None, start: str
+) -> None:
     session: dict[str, object] = {"id": sid}
     if agent:
         session["agent_name"] = agent
-    body = {"session": session,
-            "spans": [{"id": "r", "name": "agent.run", "kind": "agent", "start_time": start,
-                       "end_time": start}]}
+    body = {
+        "session": session,
+        "spans": [
+            {
+                "id": "r",
+                "name": "agent.run",
+                "kind": "agent",
+                "start_time": start,
+                "end_time": start,
+            }
+        ],
+    }
     r = await client.post("/sessions", json=body, headers=auth(key))
     assert r.status_code == 200, r.text
 
@@ -143,8 +193,7 @@ async def test_sessions_filter_by_agent_and_time_and_page_newest_first(
     first = (await client.get("/sessions", params={"limit": 3}, headers=h)).json()
     assert [s["id"] for s in first["sessions"]] == ["a4", "a3", "a2"]
     rest = (
-        await client.get("/sessions", params={"limit": 3, "cursor": first["nextCursor"]},
-                         headers=h)
+        await client.get("/sessions", params={"limit": 3, "cursor": first["nextCursor"]}, headers=h)
     ).json()
     assert [s["id"] for s in rest["sessions"]] == ["a1"]
     assert rest["nextCursor"] is None

@@ -93,8 +93,10 @@ async def test_otlp_json_with_hex_ids_is_accepted_and_answered_in_json(
                                 "startTimeUnixNano": "1764489600000000000",
                                 "endTimeUnixNano": "1764489601500000000",
                                 "attributes": [
-                                    {"key": "gen_ai.agent.name",
-                                     "value": {"stringValue": "escalation-agent"}},
+                                    {
+                                        "key": "gen_ai.agent.name",
+                                        "value": {"stringValue": "escalation-agent"},
+                                    },
                                     {"key": "input.value", "value": {"stringValue": "Refund?"}},
                                 ],
                             }

@@ -35,7 +35,10 @@ def push(server: LiveServer, key: CreatedKey, *args: str) -> subprocess.Complete
     env = {**os.environ, "NEENS_BASE_URL": server.url, "NEENS_API_KEY": key.key}
     return subprocess.run(
         [sys.executable, "-m", "neens_eval", "datasets", "push", *args],
-        capture_output=True, text=True, timeout=60, env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
 
 
@@ -48,8 +51,9 @@ def test_pushing_a_jsonl_file_creates_the_dataset_and_a_golden_version(
         {"input": "x" * 200_000},
     ]
     golden = tmp_path / "golden.jsonl"
-    golden.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n",
-                      encoding="utf-8")
+    golden.write_text(
+        "\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n", encoding="utf-8"
+    )
 
     first = push(live_server, key, str(golden), "--name", "support-golden", "--golden", "--json")
     assert first.returncode == 0, first.stderr

@@ -20,11 +20,18 @@ pytestmark = pytest.mark.e2e
 NEENS = [sys.executable, "-m", "neens_eval"]
 
 
-def neens(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-          ) -> subprocess.CompletedProcess[str]:
+def neens(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*NEENS, *args], capture_output=True, text=True, timeout=120,
-        env={**os.environ, **(env or {})}, cwd=cwd,
+        [*NEENS, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
     )
 
 
@@ -37,16 +44,27 @@ def test_help_lists_the_platform_and_sdk_groups() -> None:
 
 def test_keys_create_list_and_revoke_against_the_database(database_url: str) -> None:
     env = {"NEENS_DATABASE_URL": database_url}
-    created = neens("keys", "create", "--company", "Acme", "--project", "Support agent",
-                    "--role", "admin", "--json", env=env)
+    created = neens(
+        "keys",
+        "create",
+        "--company",
+        "Acme",
+        "--project",
+        "Support agent",
+        "--role",
+        "admin",
+        "--json",
+        env=env,
+    )
     assert created.returncode == 0, created.stderr
     body = json.loads(created.stdout)
     assert set(body) == {"key", "keyId", "companyId", "projectId", "role"}
     assert body["key"].startswith("nk_live_")
     assert body["role"] == "admin"
 
-    again = neens("keys", "create", "--company", "Acme", "--project", "Support agent", "--json",
-                  env=env)
+    again = neens(
+        "keys", "create", "--company", "Acme", "--project", "Support agent", "--json", env=env
+    )
     second = json.loads(again.stdout)
     # The company and project are reused; only the key is new.
     assert (second["companyId"], second["projectId"]) == (body["companyId"], body["projectId"])
@@ -81,8 +99,11 @@ def test_serve_starts_on_the_embedded_sqlite_default_and_migrates_it(
     monkeypatch.delenv("NEENS_HOME")
     port = free_port()
     process = subprocess.Popen(
-        [*NEENS, "serve", "--port", str(port)], cwd=tmp_path,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [*NEENS, "serve", "--port", str(port)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -97,12 +118,14 @@ def test_serve_starts_on_the_embedded_sqlite_default_and_migrates_it(
         assert r.json()["status"] == "ok"
         assert r.json()["database"] == "sqlite"
         assert (tmp_path / ".neens" / "neens.db").exists()
-        created = neens("keys", "create", "--company", "A", "--project", "B", "--json",
-                        cwd=tmp_path)
+        created = neens(
+            "keys", "create", "--company", "A", "--project", "B", "--json", cwd=tmp_path
+        )
         key = json.loads(created.stdout)["key"]
         # A key made by the CLI while the server runs is usable at once.
-        r = httpx.get(f"http://127.0.0.1:{port}/datasets",
-                      headers={"Authorization": f"Bearer {key}"})
+        r = httpx.get(
+            f"http://127.0.0.1:{port}/datasets", headers={"Authorization": f"Bearer {key}"}
+        )
         assert r.status_code == 200
     finally:
         process.send_signal(signal.SIGINT)

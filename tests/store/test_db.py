@@ -10,7 +10,9 @@ from neens.store.db import Database, normalize_url
 
 def test_pasted_urls_get_the_async_driver() -> None:
     assert normalize_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
-    assert normalize_url("postgresql+psycopg://u:p@h:5433/db") == "postgresql+psycopg://u:p@h:5433/db"
+    assert (
+        normalize_url("postgresql+psycopg://u:p@h:5433/db") == "postgresql+psycopg://u:p@h:5433/db"
+    )
     assert normalize_url("sqlite:///x/neens.db") == "sqlite+aiosqlite:///x/neens.db"
 
 

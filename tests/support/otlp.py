@@ -62,21 +62,65 @@ def agent_trace(
     tid = trace_id or os.urandom(16)
     root, llm, tool1, tool2, llm2 = (os.urandom(8) for _ in range(5))
     spans = [
-        span(tid, root, "agent.run", start_ms=0, end_ms=900,
-             **{"openinference.span.kind": "AGENT", "gen_ai.agent.name": agent,
-                "input.value": prompt, "output.value": answer}),
-        span(tid, llm, "chat", parent=root, start_ms=10, end_ms=300,
-             **{"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+        span(
+            tid,
+            root,
+            "agent.run",
+            start_ms=0,
+            end_ms=900,
+            **{
+                "openinference.span.kind": "AGENT",
+                "gen_ai.agent.name": agent,
+                "input.value": prompt,
+                "output.value": answer,
+            },
+        ),
+        span(
+            tid,
+            llm,
+            "chat",
+            parent=root,
+            start_ms=10,
+            end_ms=300,
+            **{
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": model,
                 "gen_ai.usage.input_tokens": input_tokens,
-                "gen_ai.usage.output_tokens": output_tokens}),
-        span(tid, tool1, "lookup_order", parent=root, start_ms=310, end_ms=400,
-             **{"openinference.span.kind": "TOOL"}),
-        span(tid, tool2, "send_email", parent=root, start_ms=410, end_ms=500,
-             **{"gen_ai.operation.name": "execute_tool"}),
-        span(tid, llm2, "llm", parent=root, start_ms=510, end_ms=890,
-             **{"openinference.span.kind": "LLM", "llm.model_name": model,
+                "gen_ai.usage.output_tokens": output_tokens,
+            },
+        ),
+        span(
+            tid,
+            tool1,
+            "lookup_order",
+            parent=root,
+            start_ms=310,
+            end_ms=400,
+            **{"openinference.span.kind": "TOOL"},
+        ),
+        span(
+            tid,
+            tool2,
+            "send_email",
+            parent=root,
+            start_ms=410,
+            end_ms=500,
+            **{"gen_ai.operation.name": "execute_tool"},
+        ),
+        span(
+            tid,
+            llm2,
+            "llm",
+            parent=root,
+            start_ms=510,
+            end_ms=890,
+            **{
+                "openinference.span.kind": "LLM",
+                "llm.model_name": model,
                 "llm.token_count.prompt": input_tokens,
-                "llm.token_count.completion": output_tokens}),
+                "llm.token_count.completion": output_tokens,
+            },
+        ),
     ]
     return tid, spans
 

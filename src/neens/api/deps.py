@@ -36,9 +36,7 @@ def bearer_key(request: Request) -> str:
         )
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
-        raise NotAuthenticated(
-            "Authorization header must be 'Bearer <key>'", field="Authorization"
-        )
+        raise NotAuthenticated("Authorization header must be 'Bearer <key>'", field="Authorization")
     return key.strip()
 
 

@@ -5,6 +5,7 @@ Every error body Neens sends is built here, so clients parse one shape whatever 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -34,7 +35,7 @@ def error_body(code: str, message: str, field: str | None = None) -> dict[str, A
     return {"error": error}
 
 
-def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
+def field_path(loc: Sequence[Any]) -> str:
     """pydantic's location tuple as a path a person reads: `items[3].input`."""
     parts = [p for p in loc if p not in ("body", "query", "path", "header")]
     out = ""

@@ -120,4 +120,6 @@ async def resolve_key(db: Database, key: str) -> Principal | None:
     if row is None:
         return None
     key_id, role, project_id, company_id = row
+    if role not in ROLES:
+        raise ValueError(f"key {key_id} has an unknown role {role!r} in the database")
     return Principal(key_id, company_id, project_id, role)

@@ -49,9 +49,7 @@ async def create_version(
     dataset_id: str, body: VersionCreate, principal: AnyKey, db: DbDep
 ) -> VersionOut:
     """Snapshot the items as a new immutable version (optionally marked golden)."""
-    items = [
-        store.NewItem(i.input, i.expected_output, i.metadata) for i in body.items
-    ]
+    items = [store.NewItem(i.input, i.expected_output, i.metadata) for i in body.items]
     info = await store.create_version(
         db, principal.project_id, dataset_id, items, golden=body.golden
     )
@@ -65,19 +63,13 @@ async def list_versions(dataset_id: str, principal: AnyKey, db: DbDep) -> Versio
 
 
 @router.get("/{dataset_id}/versions/{version_id}", operation_id="datasets-get_version")
-async def get_version(
-    dataset_id: str, version_id: str, principal: AnyKey, db: DbDep
-) -> VersionOut:
+async def get_version(dataset_id: str, version_id: str, principal: AnyKey, db: DbDep) -> VersionOut:
     info = await store.get_version(db, principal.project_id, dataset_id, version_id)
     return VersionOut(**asdict(info))
 
 
-@router.post(
-    "/{dataset_id}/versions/{version_id}/golden", operation_id="datasets-mark_golden"
-)
-async def mark_golden(
-    dataset_id: str, version_id: str, principal: AnyKey, db: DbDep
-) -> VersionOut:
+@router.post("/{dataset_id}/versions/{version_id}/golden", operation_id="datasets-mark_golden")
+async def mark_golden(dataset_id: str, version_id: str, principal: AnyKey, db: DbDep) -> VersionOut:
     """Make this version the dataset's golden one. The version's items are not touched."""
     info = await store.mark_golden(db, principal.project_id, dataset_id, version_id)
     return VersionOut(**asdict(info))

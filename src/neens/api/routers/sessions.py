@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from fastapi import APIRouter, Query
 from pydantic import AwareDatetime
 
@@ -31,6 +30,7 @@ from neens.store.sessions import (
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
 
+
 def session_out(stored: StoredSession) -> SessionOut:
     s = stored.summary
     return SessionOut(
@@ -58,14 +58,13 @@ def session_out(stored: StoredSession) -> SessionOut:
         updated_at=stored.updated_at,
     )
 
+
 def _span_out(node: SpanNode, book: PriceBook) -> SpanOut:
     r = node.record
     view = span_view(r)
     cost = span_cost(view, book) if view.kind == "llm" else None
     duration = (
-        (r.end_time - r.start_time).total_seconds() * 1000
-        if r.start_time and r.end_time
-        else None
+        (r.end_time - r.start_time).total_seconds() * 1000 if r.start_time and r.end_time else None
     )
     return SpanOut(
         span_id=r.span_id,
@@ -90,6 +89,7 @@ def _span_out(node: SpanNode, book: PriceBook) -> SpanOut:
         children=[_span_out(child, book) for child in node.children],
     )
 
+
 @router.post("", operation_id="sessions-ingest")
 async def ingest_session(body: NativeSessionIn, principal: AnyKey, db: DbDep) -> IngestResult:
     """Store a session in the native JSON format. Sending the same session id again merges the
@@ -103,6 +103,7 @@ async def ingest_session(body: NativeSessionIn, principal: AnyKey, db: DbDep) ->
         rejected_spans=len(batch.rejections),
         rejections=[r.reason for r in batch.rejections],
     )
+
 
 @router.get("", operation_id="sessions-list")
 async def get_sessions(
@@ -138,6 +139,7 @@ async def get_sessions(
         next_cursor=str(next_cursor) if next_cursor is not None else None,
     )
 
+
 @router.get("/{session_id}", operation_id="sessions-get")
 async def get_one_session(session_id: str, principal: AnyKey, db: DbDep) -> SessionDetail:
     """A session with its span tree; each LLM span carries its own cost or unpriced reason."""
@@ -147,4 +149,3 @@ async def get_one_session(session_id: str, principal: AnyKey, db: DbDep) -> Sess
         **session_out(stored).model_dump(),
         spans=[_span_out(node, book) for node in span_tree(stored.spans)],
     )
-

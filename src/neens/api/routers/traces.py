@@ -44,8 +44,7 @@ async def export_traces(
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type not in (PROTOBUF, JSON):
         raise UnsupportedMediaType(
-            f"Content-Type {content_type or '(none)'!r} is not accepted; "
-            f"send {PROTOBUF} or {JSON}",
+            f"Content-Type {content_type or '(none)'!r} is not accepted; send {PROTOBUF} or {JSON}",
             field="Content-Type",
         )
     body = await read_body(request, settings.max_request_bytes)

@@ -21,7 +21,9 @@ class PriceIn(RequestBody):
 
 class PriceOut(ResponseBody):
     model: str = Field(description="The model name as spans report it.")
-    input_per_m_tok_usd: float = Field(alias="inputPerMTokUsd", description="USD per 1M prompt tokens.")
+    input_per_m_tok_usd: float = Field(
+        alias="inputPerMTokUsd", description="USD per 1M prompt tokens."
+    )
     output_per_m_tok_usd: float = Field(
         alias="outputPerMTokUsd", description="USD per 1M completion tokens."
     )

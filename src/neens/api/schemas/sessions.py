@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AwareDatetime, BeforeValidator, Field
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableJson, StorableStr
+
+
+def _unix_nanos(value: Any) -> Any:
+    """Unix nanoseconds become an aware datetime (to the microsecond, as Neens stores times)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=value // 1000)
+        except OverflowError:
+            raise ValueError(f"{value} Unix nanoseconds is not a representable time") from None
+    return value
+
+
+SpanTime = Annotated[AwareDatetime, BeforeValidator(_unix_nanos)]
+"""ISO 8601 with an offset, or Unix nanoseconds. A time without an offset is refused rather
+than assumed to be UTC."""
 
 
 class NativeSessionHeader(RequestBody):
@@ -32,9 +47,9 @@ class NativeSpan(RequestBody):
     """The step's input."""
     output: StorableStr | None = None
     """The step's output."""
-    start_time: datetime | int | None = None
+    start_time: SpanTime | None = None
     """ISO 8601 with an offset, or Unix nanoseconds."""
-    end_time: datetime | int | None = None
+    end_time: SpanTime | None = None
     """ISO 8601 with an offset, or Unix nanoseconds."""
     status: Literal["ok", "error"] | None = None
     """The step's outcome, when known."""

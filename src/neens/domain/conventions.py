@@ -1,0 +1,343 @@
+"""Reading what a span means, whichever instrumentation convention wrote it.
+
+Agents reach Neens through two attribute vocabularies: OpenInference (Arize/Phoenix
+instrumentations: `openinference.span.kind`, `input.value`, `llm.token_count.prompt`, ...) and
+the OpenTelemetry GenAI semantic conventions (`gen_ai.operation.name`, `gen_ai.usage.*`, ...).
+The native session JSON is decoded into the same GenAI attribute names, so `span_view` is the one
+place that decides what a span's kind, model, tokens and correlation keys are. Everything
+downstream (pricing, session summaries, the API) reads a `SpanView` and never an attribute name.
+
+The mapping is deliberately conservative: when a value is malformed (a token count of -3, of
+"12.5", of `True`) it becomes None rather than a guess, because a wrong number silently feeds
+costs and comparisons while a missing one is visible.
+
+This module also owns `unstorable_text_reason`, the check that a decoded value can be stored in
+PostgreSQL at all, so the receivers and the server reject the same things with the same words.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from neens.ingest.records import SpanRecord
+
+# ---------------------------------------------------------------------------------------------
+# Storability
+# ---------------------------------------------------------------------------------------------
+
+_UNSTORABLE_CHAR: Final = re.compile("[\x00\ud800-\udfff]")
+"""NUL, and any surrogate code point.
+
+A surrogate in a Python `str` is always a lone one: a valid pair in JSON (`\\ud83d\\ude00`) is
+combined into one code point by the decoder, and valid UTF-8 cannot encode surrogates at all.
+"""
+
+
+def _text_reason(text: str) -> str | None:
+    match = _UNSTORABLE_CHAR.search(text)
+    if match is None:
+        return None
+    if match.group() == "\x00":
+        return f"contains a NUL character (\\x00) at offset {match.start()}"
+    return f"contains a lone surrogate (\\u{ord(match.group()):04x}) at offset {match.start()}"
+
+
+def unstorable_text_reason(value: object) -> str | None:
+    """Why `value` cannot be stored by PostgreSQL, or None when it can.
+
+    PostgreSQL `text` and `jsonb` refuse the NUL character, and a lone surrogate cannot even be
+    encoded as UTF-8; JSON (so `jsonb`) has no NaN or Infinity either. Altering such data to make
+    it fit would store something the agent never sent, so the caller rejects the span instead and
+    reports this reason. Strings, dict keys and values, and list items are walked recursively; the
+    reason names where the problem sits (`['messages'][2]['content'] contains a NUL ...`).
+    """
+    return _walk_reason(value, "")
+
+
+def _walk_reason(value: object, path: str) -> str | None:
+    where = f"{path} " if path else ""
+    if isinstance(value, str):
+        reason = _text_reason(value)
+        return f"{where}{reason}" if reason else None
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return None
+        return f"{where}is {value!r}, which JSON cannot represent"
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and (reason := _text_reason(key)) is not None:
+                return f"{path}[{safe_label(key)}] key {reason}"
+            if (reason := _walk_reason(item, f"{path}[{safe_label(key)}]")) is not None:
+                return reason
+        return None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            if (reason := _walk_reason(item, f"{path}[{index}]")) is not None:
+                return reason
+    return None
+
+
+def safe_label(value: object, limit: int = 80) -> str:
+    """A quoted, printable, bounded rendering of `value` for error messages and reasons.
+
+    Rejection reasons travel back to the client in the OTLP response and into logs, so they must
+    themselves be encodable even when they quote the very text that was refused: `ascii()` escapes
+    NUL and surrogates, and long names are cut so one span cannot bloat the response.
+    """
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    if _UNSTORABLE_CHAR.search(text):
+        return ascii(text)
+    return repr(text)
+
+
+def record_unstorable_reason(record: SpanRecord) -> str | None:
+    """Why a decoded span cannot be stored, naming the field or attribute, or None.
+
+    Shared by every decoder so an OTLP span and a native span with the same problem are refused
+    with the same words. The span's own name is checked first because the reason quotes it.
+    """
+    label = safe_label(record.name)
+    fields: list[tuple[str, object]] = [
+        ("name", record.name),
+        ("trace id", record.trace_id),
+        ("span id", record.span_id),
+        ("parent span id", record.parent_span_id),
+        ("kind", record.kind),
+        ("status message", record.status_message),
+        ("scope name", record.scope_name),
+        ("input", record.input),
+        ("output", record.output),
+        ("agent name", record.agent_name),
+    ]
+    for field_name, value in fields:
+        if (reason := unstorable_text_reason(value)) is not None:
+            return f"span {label} {field_name} {reason}"
+    # The resource's copy first, so text inherited from the resource is reported as such.
+    for source, attributes in (
+        ("resource attribute", record.resource_attributes),
+        ("attribute", record.attributes),
+    ):
+        for key, value in attributes.items():
+            if (reason := _text_reason(key)) is not None:
+                return f"span {label} {source} key {safe_label(key)} {reason}"
+            if (reason := unstorable_text_reason(value)) is not None:
+                return f"span {label} {source} {safe_label(key)} {reason}"
+    for index, event in enumerate(record.events):
+        if (reason := unstorable_text_reason(event)) is not None:
+            return f"span {label} event {index} {reason}"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The view
+# ---------------------------------------------------------------------------------------------
+
+SPAN_KINDS: Final = frozenset(
+    {
+        "llm",
+        "agent",
+        "tool",
+        "chain",
+        "retriever",
+        "embedding",
+        "reranker",
+        "guardrail",
+        "evaluator",
+    }
+)
+"""The kinds Neens distinguishes; anything else is the catch-all "span"."""
+
+_GENAI_OPERATION_KINDS: Final[Mapping[str, str]] = {
+    "chat": "llm",
+    "text_completion": "llm",
+    "generate_content": "llm",
+    "invoke_agent": "agent",
+    "create_agent": "agent",
+    "execute_tool": "tool",
+    "embeddings": "embedding",
+}
+
+EVAL_RUN_ID_KEY: Final = "neens.eval_run_id"
+DATASET_ITEM_ID_KEY: Final = "neens.dataset_item_id"
+VERSION_LABEL_KEY: Final = "neens.version_label"
+
+_INPUT_KEYS: Final = ("input.value", "gen_ai.input.messages", "gen_ai.prompt")
+_OUTPUT_KEYS: Final = ("output.value", "gen_ai.output.messages", "gen_ai.completion")
+_PROVIDER_KEYS: Final = ("gen_ai.provider.name", "gen_ai.system", "llm.provider")
+_INPUT_TOKEN_KEYS: Final = (
+    "llm.token_count.prompt",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+)
+_OUTPUT_TOKEN_KEYS: Final = (
+    "llm.token_count.completion",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+)
+_AGENT_NAME_KEYS: Final = ("gen_ai.agent.name", "agent.name")
+_DIGITS: Final = re.compile(r"[0-9]+")
+_MAX_DIGITS: Final = 20
+"""Longer digit strings are not token counts (and would hit Python's int-parsing limit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanView:
+    """What a span means, independent of the convention that described it.
+
+    `name` and `start_time` are copied from the record so that pricing and summaries can name
+    the span and date its price without carrying the record around.
+    """
+
+    name: str
+    start_time: datetime | None
+    kind: str
+    """One of `SPAN_KINDS`, or "span"."""
+    input: str | None
+    output: str | None
+    model: str | None
+    """The model that served the call when known, else the one requested."""
+    request_model: str | None
+    """`gen_ai.request.model` exactly as sent, kept so a swap by the provider stays visible."""
+    response_model: str | None
+    """`gen_ai.response.model` exactly as sent."""
+    provider: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    agent_name: str | None
+    eval_run_id: str | None
+    dataset_item_id: str | None
+    version_label: str | None
+
+
+def span_view(record: SpanRecord) -> SpanView:
+    """Read a span's meaning from its attributes (resource attributes already overlaid).
+
+    Each field takes the first attribute present, in this order:
+
+    - kind: `openinference.span.kind` when it is one of LLM, AGENT, TOOL, CHAIN, RETRIEVER,
+      EMBEDDING, RERANKER, GUARDRAIL, EVALUATOR (lower-cased); else `gen_ai.operation.name`
+      (chat/text_completion/generate_content → llm, invoke_agent/create_agent → agent,
+      execute_tool → tool, embeddings → embedding); else the record's own kind when it is one of
+      those words (the native format's `kind`); else "span". OTLP's SpanKind (client, server, ...)
+      says nothing about the agent and so lands on "span".
+    - input: `input.value`, `gen_ai.input.messages`, `gen_ai.prompt`, the record's own input.
+    - output: `output.value`, `gen_ai.output.messages`, `gen_ai.completion`, the record's output.
+      Non-string values (GenAI messages are often structured) are JSON-encoded.
+    - model: `gen_ai.response.model` (what actually served the call, which is what is billed),
+      `llm.model_name`, `gen_ai.request.model`.
+    - provider: `gen_ai.provider.name`, `gen_ai.system` (its older name), `llm.provider`.
+    - input tokens: `llm.token_count.prompt`, `gen_ai.usage.input_tokens`,
+      `gen_ai.usage.prompt_tokens`; output tokens likewise with completion/output. The first key
+      present decides: a malformed value there gives None rather than a search for another value
+      that may disagree with it.
+    - agent name: `gen_ai.agent.name`, `agent.name`, the record's own agent name. Never
+      `service.name`: that names the process, and many agents share one.
+    - correlation keys: exactly `neens.eval_run_id`, `neens.dataset_item_id`,
+      `neens.version_label`. No other spelling is read, so a typo shows up as a missing link
+      instead of being half-honoured.
+    """
+    attributes = record.attributes
+    request_model = _text(attributes.get("gen_ai.request.model"))
+    response_model = _text(attributes.get("gen_ai.response.model"))
+    return SpanView(
+        name=record.name,
+        start_time=record.start_time,
+        kind=_kind(record),
+        input=_first_content(attributes, _INPUT_KEYS, record.input),
+        output=_first_content(attributes, _OUTPUT_KEYS, record.output),
+        model=response_model or _text(attributes.get("llm.model_name")) or request_model,
+        request_model=request_model,
+        response_model=response_model,
+        provider=_first_text(attributes, _PROVIDER_KEYS),
+        input_tokens=_first_token_count(attributes, _INPUT_TOKEN_KEYS),
+        output_tokens=_first_token_count(attributes, _OUTPUT_TOKEN_KEYS),
+        agent_name=_first_text(attributes, _AGENT_NAME_KEYS) or _text(record.agent_name),
+        eval_run_id=_correlation_key(attributes.get(EVAL_RUN_ID_KEY)),
+        dataset_item_id=_correlation_key(attributes.get(DATASET_ITEM_ID_KEY)),
+        version_label=_correlation_key(attributes.get(VERSION_LABEL_KEY)),
+    )
+
+
+def _kind(record: SpanRecord) -> str:
+    openinference = record.attributes.get("openinference.span.kind")
+    if isinstance(openinference, str) and openinference.strip().lower() in SPAN_KINDS:
+        return openinference.strip().lower()
+    operation = record.attributes.get("gen_ai.operation.name")
+    if isinstance(operation, str) and operation.strip().lower() in _GENAI_OPERATION_KINDS:
+        return _GENAI_OPERATION_KINDS[operation.strip().lower()]
+    if record.kind is not None and record.kind.strip().lower() in SPAN_KINDS:
+        return record.kind.strip().lower()
+    return "span"
+
+
+def _text(value: object) -> str | None:
+    """A non-blank string, else None: a model or agent called "" or 42 names nothing."""
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+def _first_text(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        if (value := _text(attributes.get(key))) is not None:
+            return value
+    return None
+
+
+def _first_content(
+    attributes: Mapping[str, Any], keys: tuple[str, ...], fallback: str | None
+) -> str | None:
+    for key in keys:
+        value = attributes.get(key)
+        if value is not None:
+            return value if isinstance(value, str) else _to_json(value)
+    return fallback
+
+
+def _to_json(value: object) -> str:
+    """Structured content as JSON text; `default=str` so an odd leaf never loses the whole value."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _first_token_count(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    for key in keys:
+        if key in attributes:
+            return token_count(attributes[key])
+    return None
+
+
+def token_count(value: object) -> int | None:
+    """A token count as a non-negative int, or None when `value` is not clearly one.
+
+    Accepted: ints (not bools), integral finite floats (some SDKs send every number as a double),
+    and strings of ASCII digits (OTLP/JSON int64 travels as a string). Refused: negatives,
+    fractions, bools, signs, blanks, non-ASCII digits. Nothing is rounded.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and value >= 0:
+            return int(value)
+        return None
+    if isinstance(value, str) and len(value) <= _MAX_DIGITS and _DIGITS.fullmatch(value):
+        return int(value)
+    return None
+
+
+def _correlation_key(value: object) -> str | None:
+    """A correlation key as text; an int is accepted as its decimal form, anything else is None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    return _text(value)

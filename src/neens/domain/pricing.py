@@ -1,0 +1,165 @@
+"""What an LLM call cost, or an honest statement that it is not known.
+
+Prices come from two places, in this order: the project's own overrides (negotiated rates,
+self-hosted or fine-tuned models, anything the public tables do not know) and the bundled
+`genai-prices` snapshot. The snapshot is used exactly as installed: `genai_prices.UpdatePrices`
+(its background network refresh) is never started here, so a cost computed today can be
+recomputed identically tomorrow and the server never reaches out to the internet on its own.
+
+Unpriced is never free. A call whose model or token counts are missing, or whose model has no
+known price, gets `usd=None` and a reason naming the span and model, so a comparison between two
+agent versions can never be won by the one whose calls simply could not be priced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from genai_prices import Usage, calc_price
+
+from neens.domain.conventions import SpanView, safe_label
+
+__all__ = ["Price", "PriceBook", "SpanCost", "span_cost"]
+
+_PER_MTOK: Final = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """A per-million-token price in US dollars, as providers publish them."""
+
+    input_per_mtok_usd: float
+    output_per_mtok_usd: float
+
+    def __post_init__(self) -> None:
+        for name in ("input_per_mtok_usd", "output_per_mtok_usd"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (
+            input_tokens * self.input_per_mtok_usd + output_tokens * self.output_per_mtok_usd
+        ) / _PER_MTOK
+
+
+@dataclass(frozen=True, slots=True)
+class SpanCost:
+    """The cost of one span.
+
+    Three states: priced (`usd` set), unpriced (`unpriced_reason` set, and `unpriced_model` when
+    the model is known but has no price), and not applicable (both None: the span is not an LLM
+    call, so it has no cost of its own).
+    """
+
+    usd: float | None
+    unpriced_reason: str | None
+    unpriced_model: str | None = None
+    source: str | None = None
+    """"override" or "genai-prices" for a priced span."""
+
+
+class PriceLookupError(LookupError):
+    """No price is known for a model; the message says which model and provider."""
+
+
+class PriceBook:
+    """Prices for one project: its overrides first, then the bundled genai-prices snapshot.
+
+    Override keys are model names, matched exactly and then case-insensitively, because
+    providers are inconsistent about case but never about spelling. Overrides are provider-free:
+    a project that overrides "gpt-4o" means every call to it, wherever it was served.
+    """
+
+    def __init__(self, overrides: Mapping[str, Price] | None = None) -> None:
+        self._overrides: dict[str, Price] = dict(overrides or {})
+        self._folded: dict[str, Price] = {}
+        for model, price in self._overrides.items():
+            self._folded.setdefault(model.casefold(), price)
+
+    def override(self, model: str) -> Price | None:
+        """The project's own price for `model`, or None."""
+        exact = self._overrides.get(model)
+        return exact if exact is not None else self._folded.get(model.casefold())
+
+    def cost(
+        self,
+        model: str,
+        provider: str | None,
+        input_tokens: int,
+        output_tokens: int,
+        at: datetime | None = None,
+    ) -> tuple[float, str]:
+        """The USD cost of one call and where its price came from.
+
+        When a provider was recorded, only that provider's price is used: the same model name
+        is priced differently by different hosts (OpenAI vs. Azure vs. Bedrock), and quoting
+        another host's rate would be a guess. Only when no provider was recorded does
+        genai-prices pick the provider from the model name. `at` selects the price in force at
+        the time of the call; None means now. Raises `PriceLookupError` when nothing matches.
+        """
+        if (price := self.override(model)) is not None:
+            return price.cost(input_tokens, output_tokens), "override"
+        usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+        try:
+            calculation = calc_price(
+                usage,
+                model_ref=model,
+                provider_id=provider or None,
+                genai_request_timestamp=at,
+            )
+        except LookupError as exc:
+            where = f" from provider {safe_label(provider)}" if provider else ""
+            raise PriceLookupError(f"no known price for model {safe_label(model)}{where}") from exc
+        except ValueError as exc:  # genai-prices refusing this usage for this model
+            raise PriceLookupError(
+                f"genai-prices cannot price model {safe_label(model)}: {exc}"
+            ) from exc
+        return float(calculation.total_price), "genai-prices"
+
+
+def span_cost(view: SpanView, book: PriceBook) -> SpanCost:
+    """Price one span from its view.
+
+    Only LLM spans are priced: agent and chain spans often repeat their children's token counts
+    as totals, and pricing those would count every call twice. An LLM span is unpriced when it
+    has no model, misses either token count (pricing the missing side as 0 would make it look
+    cheap), or its model has no price. The priced model is `view.model` (the served model when
+    known); an override given for the requested model is honoured too, since that is the name
+    the project knows the model by.
+    """
+    if view.kind != "llm":
+        return SpanCost(usd=None, unpriced_reason=None)
+    span = safe_label(view.name)
+    model = view.model
+    if model is None:
+        return SpanCost(usd=None, unpriced_reason=f"LLM span {span} has no model")
+    input_tokens, output_tokens = view.input_tokens, view.output_tokens
+    if input_tokens is None or output_tokens is None:
+        missing = " or ".join(
+            side
+            for side, count in (("input", input_tokens), ("output", output_tokens))
+            if count is None
+        )
+        return SpanCost(
+            usd=None,
+            unpriced_reason=(
+                f"LLM span {span} (model {safe_label(model)}) reported no {missing} token count"
+            ),
+        )
+    if view.request_model is not None and book.override(model) is None:
+        request_price = book.override(view.request_model)
+        if request_price is not None:
+            usd = request_price.cost(input_tokens, output_tokens)
+            return SpanCost(usd=usd, unpriced_reason=None, source="override")
+    try:
+        usd, source = book.cost(model, view.provider, input_tokens, output_tokens, view.start_time)
+    except PriceLookupError as exc:
+        return SpanCost(usd=None, unpriced_reason=f"LLM span {span}: {exc}", unpriced_model=model)
+    return SpanCost(usd=usd, unpriced_reason=None, source=source)

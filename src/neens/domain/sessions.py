@@ -1,0 +1,169 @@
+"""One line per agent session: what went in, what came out, what it cost and how long it took.
+
+A session is one trace. `summarize_session` reads its spans through `conventions.span_view` and
+prices them with a `PriceBook`, so the summary is the same whether the agent sent OTLP with
+OpenInference attributes, OTLP with GenAI attributes, or the native JSON.
+
+Two rules shape the cost fields. Unpriced is never free: if any LLM call cannot be priced the
+session's cost is None (not the sum of the others, which would understate it) and
+`unpriced_models` says why. And "no LLM calls" is its own status, distinct from both, so a
+deterministic tool-only session is not reported as costing $0 by accident or as a pricing gap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final, Literal
+
+from neens.domain.conventions import SpanView, span_view
+from neens.domain.pricing import PriceBook, span_cost
+from neens.ingest.records import SpanRecord
+
+__all__ = ["CostStatus", "SessionSummary", "summarize_session"]
+
+CostStatus = Literal["priced", "unpriced", "no_llm_calls"]
+
+_STEP_KINDS: Final = frozenset({"llm", "tool"})
+_NO_TIME: Final = datetime.min.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """The derived facts about one session, as listed and compared by the API."""
+
+    agent_name: str | None
+    """None when no span names an agent; the API chooses the label to show."""
+    input: str | None
+    output: str | None
+    models: tuple[str, ...]
+    """Distinct models, in the order the session first used them."""
+    input_tokens: int | None
+    """Sum over LLM spans that report input tokens; None when none does."""
+    output_tokens: int | None
+    latency_ms: float | None
+    step_count: int
+    """LLM calls plus tool calls: the steps an agent took, not its bookkeeping spans."""
+    cost_usd: float | None
+    cost_status: CostStatus
+    unpriced_models: tuple[str, ...]
+    """Sorted: the models without a price, or the reasons a call could not be priced."""
+    started_at: datetime | None
+    ended_at: datetime | None
+    span_count: int
+    status: Literal["ok", "error"]
+    eval_run_id: str | None
+    dataset_item_id: str | None
+    version_label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    record: SpanRecord
+    view: SpanView
+
+
+def summarize_session(records: Sequence[SpanRecord], book: PriceBook) -> SessionSummary:
+    """Summarize the spans of one session (one trace id), in any order.
+
+    - Root span: a span with no parent, or whose parent is not among `records` (a parent lost
+      or not yet arrived); the earliest-starting one if several. agent_name, input, output and
+      the correlation keys are read from it first.
+    - agent_name: the root's, else the earliest span that names one.
+    - input / output: the root's, else the earliest agent span that has a value (a root that
+      is an HTTP handler span often carries neither).
+    - models: every distinct `SpanView.model`, ordered by first use.
+    - tokens: sums over LLM spans only (agent spans often repeat totals), None when no LLM span
+      reports them, so "unknown" is never shown as 0.
+    - latency_ms: latest end minus earliest start; None when either is missing, or when the
+      clocks disagree so much that the end precedes the start.
+    - cost: see the module docstring; `cost_status` is "priced", "unpriced" or "no_llm_calls".
+    - status: "error" when any span's status is error, else "ok".
+
+    Spans without a start time sort after those with one, in their given order.
+    """
+    spans = sorted(
+        (_Span(record, span_view(record)) for record in records),
+        key=_start_key,
+    )
+    root = _root(spans)
+    agents = [span for span in spans if span.view.kind == "agent"]
+    llm_calls = [span for span in spans if span.view.kind == "llm"]
+
+    starts = [span.record.start_time for span in spans if span.record.start_time is not None]
+    ends = [span.record.end_time for span in spans if span.record.end_time is not None]
+    started_at = min(starts) if starts else None
+    ended_at = max(ends) if ends else None
+    latency_ms: float | None = None
+    if started_at is not None and ended_at is not None and ended_at >= started_at:
+        latency_ms = (ended_at - started_at).total_seconds() * 1000
+
+    cost_usd, cost_status, unpriced = _cost(llm_calls, book)
+    return SessionSummary(
+        agent_name=_pick(root, spans, lambda view: view.agent_name),
+        input=_pick(root, agents, lambda view: view.input),
+        output=_pick(root, agents, lambda view: view.output),
+        models=tuple(dict.fromkeys(span.view.model for span in spans if span.view.model)),
+        input_tokens=_sum_or_none(span.view.input_tokens for span in llm_calls),
+        output_tokens=_sum_or_none(span.view.output_tokens for span in llm_calls),
+        latency_ms=latency_ms,
+        step_count=sum(1 for span in spans if span.view.kind in _STEP_KINDS),
+        cost_usd=cost_usd,
+        cost_status=cost_status,
+        unpriced_models=unpriced,
+        started_at=started_at,
+        ended_at=ended_at,
+        span_count=len(spans),
+        status="error" if any(span.record.status_code == "error" for span in spans) else "ok",
+        eval_run_id=_pick(root, spans, lambda view: view.eval_run_id),
+        dataset_item_id=_pick(root, spans, lambda view: view.dataset_item_id),
+        version_label=_pick(root, spans, lambda view: view.version_label),
+    )
+
+
+def _start_key(span: _Span) -> tuple[bool, datetime]:
+    start = span.record.start_time
+    return (start is None, start if start is not None else _NO_TIME)
+
+
+def _root(spans: Sequence[_Span]) -> _Span | None:
+    """The earliest span whose parent is absent from the session (`spans` is start-sorted)."""
+    ids = {span.record.span_id for span in spans}
+    for span in spans:
+        parent = span.record.parent_span_id
+        if parent is None or parent not in ids:
+            return span
+    return None  # every span has a parent in the session: a cycle, so no root to prefer
+
+
+def _pick(
+    root: _Span | None, fallbacks: Sequence[_Span], read: Callable[[SpanView], str | None]
+) -> str | None:
+    if root is not None and (value := read(root.view)) is not None:
+        return value
+    return next((value for span in fallbacks if (value := read(span.view)) is not None), None)
+
+
+def _sum_or_none(counts: Iterable[int | None]) -> int | None:
+    present = [count for count in counts if count is not None]
+    return sum(present) if present else None
+
+
+def _cost(
+    llm_calls: Sequence[_Span], book: PriceBook
+) -> tuple[float | None, CostStatus, tuple[str, ...]]:
+    if not llm_calls:
+        return None, "no_llm_calls", ()
+    costs = [span_cost(span.view, book) for span in llm_calls]
+    unpriced = sorted(
+        {
+            cost.unpriced_model or cost.unpriced_reason or "unpriced LLM call"
+            for cost in costs
+            if cost.usd is None
+        }
+    )
+    if unpriced:
+        return None, "unpriced", tuple(unpriced)
+    return math.fsum(cost.usd for cost in costs if cost.usd is not None), "priced", ()

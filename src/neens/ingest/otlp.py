@@ -1,0 +1,534 @@
+"""Decoding OTLP/HTTP trace exports (protobuf and JSON) into `SpanRecord`s.
+
+This module is pure: bytes in, records out. Content types, gzip and HTTP status codes belong to
+the router. Two kinds of failure are kept apart on purpose:
+
+- a body that cannot be decoded at all (corrupt protobuf, invalid JSON, an id that is not hex)
+  raises `InvalidInput`, because nothing in it can be trusted;
+- a single span that is unusable (no trace id, text PostgreSQL cannot store) becomes a
+  `Rejection`, and the rest of the batch is kept, which is exactly what OTLP's partial success
+  exists for. Nothing is repaired silently: a span is stored as sent or refused with a reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json as jsonlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from neens.domain.conventions import record_unstorable_reason, safe_label, unstorable_text_reason
+from neens.errors import InvalidInput
+from neens.ingest.records import AttributeValue, DecodedBatch, Rejection, SpanRecord
+
+__all__ = [
+    "decode_json",
+    "decode_protobuf",
+    "encode_response",
+    "rejections_message",
+]
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_HEX: Final = re.compile(r"(?:[0-9a-fA-F]{2})*")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+_SPAN_KIND_PREFIX: Final = "SPAN_KIND_"
+_TRACE_ID_BYTES: Final = 16
+_SPAN_ID_BYTES: Final = 8
+
+
+class _Undecodable(Exception):
+    """A value this decoder cannot represent faithfully; the span carrying it is rejected."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+# ---------------------------------------------------------------------------------------------
+
+
+def decode_protobuf(body: bytes) -> DecodedBatch:
+    """Decode an `application/x-protobuf` ExportTraceServiceRequest (already decompressed).
+
+    Protobuf itself refuses strings that are not valid UTF-8, so lone surrogates cannot arrive
+    this way; NUL characters can, and are rejected per span.
+    """
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, RecursionError, ValueError) as exc:
+        raise InvalidInput(
+            f"request body is not a valid OTLP ExportTraceServiceRequest protobuf: {exc}"
+        ) from exc
+    return _decode_request(request, [])
+
+
+def decode_json(body: bytes) -> DecodedBatch:
+    """Decode an `application/json` ExportTraceServiceRequest (already decompressed).
+
+    OTLP/JSON differs from protobuf's canonical JSON mapping in one way that matters here: trace
+    and span ids are hex strings, not base64. They are converted before handing the document to
+    `json_format.ParseDict`, which then takes care of lowerCamelCase or snake_case keys, int or
+    string enums, int64 as string or number, and (with `ignore_unknown_fields`) fields from newer
+    OTLP versions. Spans containing lone surrogates (legal in JSON as `\\udXXX` escapes, refused
+    by protobuf) are taken out first and rejected one by one, so they do not sink the batch.
+    """
+    try:
+        document = jsonlib.loads(body.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"request body is not UTF-8 text: {exc}") from exc
+    except jsonlib.JSONDecodeError as exc:
+        raise InvalidInput(f"request body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise InvalidInput("request body JSON is nested too deeply") from exc
+    if not isinstance(document, dict):
+        raise InvalidInput(
+            f"OTLP/JSON request body must be a JSON object, not {_json_type(document)}"
+        )
+    # Valid UTF-8 cannot carry a surrogate, so only a `\uD800`-`\uDFFF` escape can produce one;
+    # most bodies have none and skip the per-span scan.
+    scan = _SURROGATE_ESCAPE.search(body) is not None
+    rejections = _prepare_json_document(document, scan_surrogates=scan)
+    request = ExportTraceServiceRequest()
+    try:
+        json_format.ParseDict(document, request, ignore_unknown_fields=True)
+    except (json_format.ParseError, RecursionError, ValueError, TypeError) as exc:
+        raise InvalidInput(
+            f"request body is not a valid OTLP/JSON ExportTraceServiceRequest: "
+            f"{_encodable(str(exc))}"
+        ) from exc
+    return _decode_request(request, rejections)
+
+
+def encode_response(rejected: int, message: str, *, json: bool) -> bytes:
+    """The ExportTraceServiceResponse body, as protobuf or OTLP/JSON.
+
+    `partial_success` is set only when spans were rejected: OTLP reads an empty response as full
+    success, and a partial_success with zero rejections would be noise to every client. The
+    message is made encodable first (it may quote refused text).
+    """
+    if rejected < 0:
+        raise ValueError(f"rejected must be >= 0, got {rejected}")
+    response = ExportTraceServiceResponse()
+    if rejected > 0:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = _encodable(message)
+    if json:
+        payload = json_format.MessageToDict(response, use_integers_for_enums=True)
+        return jsonlib.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return response.SerializeToString()
+
+
+def rejections_message(rejections: Sequence[Rejection], *, limit: int = 5) -> str:
+    """One human-readable line for `partial_success.error_message`.
+
+    The first `limit` reasons are quoted and the rest counted, so a batch of ten thousand bad
+    spans does not produce a megabyte of response.
+    """
+    if not rejections:
+        return ""
+    shown = "; ".join(rejection.reason for rejection in rejections[:limit])
+    hidden = len(rejections) - limit
+    noun = "span" if len(rejections) == 1 else "spans"
+    more = f"; and {hidden} more" if hidden > 0 else ""
+    return f"{len(rejections)} {noun} rejected: {shown}{more}"
+
+
+# ---------------------------------------------------------------------------------------------
+# From protobuf messages to records
+# ---------------------------------------------------------------------------------------------
+
+
+def _decode_request(
+    request: ExportTraceServiceRequest, rejections: list[Rejection]
+) -> DecodedBatch:
+    spans: list[SpanRecord] = []
+    for resource_spans in request.resource_spans:
+        resource_problem: str | None = None
+        resource_attributes: dict[str, AttributeValue] = {}
+        try:
+            resource_attributes = _attributes(
+                resource_spans.resource.attributes, "resource attribute"
+            )
+        except _Undecodable as exc:
+            resource_problem = exc.reason
+        for scope_spans in resource_spans.scope_spans:
+            scope_name = scope_spans.scope.name or None
+            for span in scope_spans.spans:
+                if resource_problem is not None:
+                    label = safe_label(span.name)
+                    rejections.append(Rejection(f"span {label} {resource_problem}"))
+                    continue
+                decoded = _decode_span(span, resource_attributes, scope_name)
+                if isinstance(decoded, Rejection):
+                    rejections.append(decoded)
+                else:
+                    spans.append(decoded)
+    return DecodedBatch(spans=spans, rejections=rejections)
+
+
+def _decode_span(
+    span: Span, resource_attributes: Mapping[str, AttributeValue], scope_name: str | None
+) -> SpanRecord | Rejection:
+    label = safe_label(span.name)
+    trace_id = bytes(span.trace_id)
+    if not trace_id.strip(b"\x00"):
+        return Rejection(f"span {label} has no trace id")
+    if len(trace_id) != _TRACE_ID_BYTES:
+        return Rejection(
+            f"span {label} has a malformed trace id: {len(trace_id)} bytes, "
+            f"expected {_TRACE_ID_BYTES}"
+        )
+    span_id = bytes(span.span_id)
+    if not span_id.strip(b"\x00"):
+        return Rejection(f"span {label} has no span id")
+    if len(span_id) != _SPAN_ID_BYTES:
+        return Rejection(
+            f"span {label} has a malformed span id: {len(span_id)} bytes, expected {_SPAN_ID_BYTES}"
+        )
+    parent = bytes(span.parent_span_id)
+    if parent.strip(b"\x00") and len(parent) != _SPAN_ID_BYTES:
+        return Rejection(
+            f"span {label} has a malformed parent span id: {len(parent)} bytes, "
+            f"expected {_SPAN_ID_BYTES}"
+        )
+    try:
+        own_attributes = _attributes(span.attributes, "attribute")
+        events = [_event(event, index) for index, event in enumerate(span.events)]
+    except _Undecodable as exc:
+        return Rejection(f"span {label} {exc.reason}")
+    record = SpanRecord(
+        trace_id=trace_id.hex(),
+        span_id=span_id.hex(),
+        parent_span_id=parent.hex() if parent.strip(b"\x00") else None,
+        name=span.name,
+        kind=_span_kind(span.kind),
+        start_time=_time(span.start_time_unix_nano),
+        end_time=_time(span.end_time_unix_nano),
+        status_code=_status_code(span.status.code),
+        status_message=span.status.message or None,
+        attributes={**resource_attributes, **own_attributes},
+        resource_attributes=dict(resource_attributes),
+        events=events,
+        scope_name=scope_name,
+    )
+    reason = record_unstorable_reason(record)
+    return Rejection(reason) if reason is not None else record
+
+
+def _attributes(key_values: Iterable[KeyValue], source: str) -> dict[str, AttributeValue]:
+    """Key/value pairs as a dict; a repeated key keeps its last value, as OTel SDKs do."""
+    result: dict[str, AttributeValue] = {}
+    for key_value in key_values:
+        if not key_value.key and key_value.key_strindex:
+            raise _Undecodable(
+                f"has a {source} keyed by key_strindex, which only the profiles signal defines"
+            )
+        try:
+            result[key_value.key] = _any_value(key_value.value)
+        except _Undecodable as exc:
+            raise _Undecodable(f"{source} {safe_label(key_value.key)} {exc.reason}") from None
+    return result
+
+
+def _any_value(value: AnyValue) -> AttributeValue:
+    """An AnyValue as plain Python: bytes become lower-case hex so every value is JSON-storable."""
+    match value.WhichOneof("value"):
+        case None:
+            return None
+        case "string_value":
+            return value.string_value
+        case "bool_value":
+            return value.bool_value
+        case "int_value":
+            return value.int_value
+        case "double_value":
+            return value.double_value
+        case "bytes_value":
+            return value.bytes_value.hex()
+        case "array_value":
+            return [_any_value(item) for item in value.array_value.values]
+        case "kvlist_value":
+            return _attributes(value.kvlist_value.values, "key")
+        case other:
+            raise _Undecodable(f"uses {other}, which only the profiles signal defines")
+
+
+def _event(event: Span.Event, index: int) -> dict[str, Any]:
+    try:
+        attributes = _attributes(event.attributes, "attribute")
+    except _Undecodable as exc:
+        raise _Undecodable(f"event {index} {exc.reason}") from None
+    time = _time(event.time_unix_nano)
+    return {
+        "name": event.name,
+        "time": time.isoformat() if time is not None else None,
+        "attributes": attributes,
+    }
+
+
+def _time(unix_nanos: int) -> datetime | None:
+    """Unix nanoseconds as an aware UTC datetime; 0 means "not set" in OTLP.
+
+    Integer arithmetic, not a float division, so microseconds are exact (nanoseconds are cut,
+    as `datetime` cannot hold them).
+    """
+    if unix_nanos == 0:
+        return None
+    return _EPOCH + timedelta(microseconds=unix_nanos // 1000)
+
+
+def _span_kind(kind: int) -> str | None:
+    if kind == Span.SpanKind.SPAN_KIND_UNSPECIFIED:
+        return None
+    try:
+        name = Span.SpanKind.Name(kind)  # type: ignore[arg-type]
+    except ValueError:
+        return None  # a kind from a newer OTLP version: unknown, not guessed
+    return name.removeprefix(_SPAN_KIND_PREFIX).lower()
+
+
+def _status_code(code: int) -> str | None:
+    if code == Status.StatusCode.STATUS_CODE_OK:
+        return "ok"
+    if code == Status.StatusCode.STATUS_CODE_ERROR:
+        return "error"
+    return None
+
+
+def _encodable(text: str) -> str:
+    """`text` with lone surrogates escaped, so protobuf can encode it as UTF-8."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# OTLP/JSON preparation: hex ids and lone surrogates
+# ---------------------------------------------------------------------------------------------
+
+_ID_KEYS: Final = (
+    ("traceId", "trace_id"),
+    ("spanId", "span_id"),
+    ("parentSpanId", "parent_span_id"),
+)
+_LINK_ID_KEYS: Final = (("traceId", "trace_id"), ("spanId", "span_id"))
+
+
+def _prepare_json_document(
+    document: dict[str, Any], *, scan_surrogates: bool = True
+) -> list[Rejection]:
+    """Rewrite hex ids as base64 in place and take out spans protobuf could not hold.
+
+    Only shapes that look right are touched; anything else is left for `ParseDict` to refuse with
+    its own precise message. A resource or scope holding a lone surrogate takes all its spans
+    with it (each rejected with the reason), since none of them could be decoded with it.
+    """
+    rejections: list[Rejection] = []
+    for r_index, resource_spans in _json_items(document, "resourceSpans", "resource_spans"):
+        resource_problem = None
+        if scan_surrogates:
+            resource = resource_spans.get("resource")
+            resource_problem = _json_group_surrogate_reason(resource, "resource")
+        for key, scope_groups in _json_lists(resource_spans, "scopeSpans", "scope_spans"):
+            resource_spans[key] = [
+                group
+                for s_index, group in enumerate(scope_groups)
+                if not isinstance(group, dict)
+                or _prepare_scope_group(
+                    group,
+                    f"resourceSpans[{r_index}].scopeSpans[{s_index}]",
+                    resource_problem,
+                    rejections,
+                    scan_surrogates=scan_surrogates,
+                )
+            ]
+        if resource_problem is not None:
+            resource_spans.pop("resource")
+    return rejections
+
+
+def _prepare_scope_group(
+    group: dict[str, Any],
+    path: str,
+    problem: str | None,
+    rejections: list[Rejection],
+    *,
+    scan_surrogates: bool,
+) -> bool:
+    """Prepare one ScopeSpans object in place; False when it must be dropped whole."""
+    if problem is None and scan_surrogates:
+        problem = _json_group_surrogate_reason(group.get("scope"), "scope")
+    for key, spans in _json_lists(group, "spans", "spans"):
+        kept: list[Any] = []
+        for index, span in enumerate(spans):
+            if not isinstance(span, dict):
+                kept.append(span)
+                continue
+            name = span.get("name")
+            label = safe_label(name if isinstance(name, str) else "")
+            reason = f"span {label} {problem}" if problem is not None else None
+            if reason is None and scan_surrogates:
+                reason = _json_span_surrogate_reason(span, label)
+            if reason is not None:
+                rejections.append(Rejection(reason))
+                continue
+            _hex_ids_to_base64(span, f"{path}.spans[{index}]")
+            kept.append(span)
+        group[key] = kept
+    return problem is None
+
+
+def _json_lists(container: dict[str, Any], camel: str, snake: str) -> list[tuple[str, list[Any]]]:
+    return [
+        (key, container[key])
+        for key in dict.fromkeys((camel, snake))
+        if isinstance(container.get(key), list)
+    ]
+
+
+def _json_items(container: dict[str, Any], camel: str, snake: str) -> list[tuple[int, Any]]:
+    return [
+        (index, item)
+        for _, items in _json_lists(container, camel, snake)
+        for index, item in enumerate(items)
+        if isinstance(item, dict)
+    ]
+
+
+def _hex_ids_to_base64(span: dict[str, Any], path: str) -> None:
+    _convert_ids(span, _ID_KEYS, path)
+    for _, links in _json_lists(span, "links", "links"):
+        for index, link in enumerate(links):
+            if isinstance(link, dict):
+                _convert_ids(link, _LINK_ID_KEYS, f"{path}.links[{index}]")
+
+
+def _convert_ids(container: dict[str, Any], keys: Iterable[tuple[str, str]], path: str) -> None:
+    for spellings in keys:
+        for key in spellings:
+            value = container.get(key)
+            if not isinstance(value, str):
+                continue  # absent, or a wrong type that ParseDict reports itself
+            if _HEX.fullmatch(value) is None:
+                raise InvalidInput(
+                    f"{path}.{key} is not a hex string: {safe_label(value)} "
+                    "(OTLP/JSON encodes trace and span ids as hex, not base64)",
+                    field=f"{path}.{key}",
+                )
+            container[key] = base64.b64encode(binascii.unhexlify(value)).decode("ascii")
+
+
+def _has_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_surrogate(key) or _has_surrogate(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(item) for item in value)
+    return False
+
+
+def _json_group_surrogate_reason(group: object, source: str) -> str | None:
+    """Why a raw resource or scope object cannot be decoded, for every span beneath it."""
+    if not _has_surrogate(group):
+        return None
+    if isinstance(group, dict):
+        reason = _json_attributes_reason(group.get("attributes"), f"{source} attribute")
+        if reason is not None:
+            return reason
+    return f"{source} {unstorable_text_reason(group)}"
+
+
+def _json_span_surrogate_reason(span: dict[str, Any], label: str) -> str | None:
+    """Why a raw OTLP/JSON span cannot be decoded, naming the field or attribute, or None."""
+    if not _has_surrogate(span):
+        return None
+    for key, value in span.items():
+        reason: str | None = None
+        if _has_surrogate(key):
+            reason = f"has a field name that {unstorable_text_reason(key)}"
+        elif not _has_surrogate(value):
+            continue
+        elif key == "attributes":
+            reason = _json_attributes_reason(value, "attribute")
+        elif key == "events" and isinstance(value, list):
+            reason = next(
+                (
+                    f"event {index} {_json_event_reason(event)}"
+                    for index, event in enumerate(value)
+                    if _has_surrogate(event)
+                ),
+                None,
+            )
+        return f"span {label} {reason or f'{key} {unstorable_text_reason(value)}'}"
+    return None  # pragma: no cover - _has_surrogate(span) found one in some key or value
+
+
+def _json_event_reason(event: object) -> str:
+    if isinstance(event, dict):
+        reason = _json_attributes_reason(event.get("attributes"), "attribute")
+        if reason is not None:
+            return reason
+    return str(unstorable_text_reason(event))
+
+
+def _json_attributes_reason(attributes: object, source: str) -> str | None:
+    if not isinstance(attributes, list):
+        return None
+    for item in attributes:
+        if not isinstance(item, dict) or not _has_surrogate(item):
+            continue
+        key = item.get("key")
+        if isinstance(key, str) and _has_surrogate(key):
+            return f"{source} key {safe_label(key)} {unstorable_text_reason(key)}"
+        value_reason = unstorable_text_reason(_json_any_value(item.get("value")))
+        return f"{source} {safe_label(key)} {value_reason}"
+    return None
+
+
+def _json_any_value(value: object) -> object:
+    """A raw OTLP/JSON AnyValue unwrapped well enough to say where the bad text sits."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return value
+    ((key, inner),) = value.items()
+    if key in ("arrayValue", "array_value") and isinstance(inner, dict):
+        values = inner.get("values")
+        if isinstance(values, list):
+            return [_json_any_value(item) for item in values]
+    if key in ("kvlistValue", "kvlist_value") and isinstance(inner, dict):
+        values = inner.get("values")
+        if isinstance(values, list):
+            return {
+                str(item.get("key")): _json_any_value(item.get("value"))
+                for item in values
+                if isinstance(item, dict)
+            }
+    return inner
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"

@@ -1,0 +1,474 @@
+"""OpenInference and OpenTelemetry GenAI attributes read into one SpanView."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from neens.domain.conventions import (
+    SPAN_KINDS,
+    SpanView,
+    record_unstorable_reason,
+    safe_label,
+    span_view,
+    token_count,
+    unstorable_text_reason,
+)
+from neens.ingest.native import decode_native
+from neens.ingest.records import SpanRecord
+
+
+def record(
+    attributes: dict[str, Any] | None = None,
+    *,
+    kind: str | None = None,
+    **fields: Any,
+) -> SpanRecord:
+    defaults: dict[str, Any] = {
+        "trace_id": "t",
+        "span_id": "s",
+        "parent_span_id": None,
+        "name": "span",
+        "start_time": None,
+        "end_time": None,
+        "status_code": None,
+        "status_message": None,
+    }
+    return SpanRecord(kind=kind, attributes=attributes or {}, **{**defaults, **fields})
+
+
+def view_of(attributes: dict[str, Any], **fields: Any) -> SpanView:
+    return span_view(record(attributes, **fields))
+
+
+# --- storability ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "plain", "日本語 🌍", 0, -1, 2.5, True, None, ["a", {"b": [1, "c"]}], {"k": "v"}],
+)
+def test_storable_values_have_no_reason(value: object) -> None:
+    assert unstorable_text_reason(value) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("ab\x00", "contains a NUL character (\\x00) at offset 2"),
+        ("\ud83d", "contains a lone surrogate (\\ud83d) at offset 0"),
+        (["ok", "\x00"], "[1] contains a NUL character (\\x00) at offset 0"),
+        (
+            {"a": [{"b": "x\udc00"}]},
+            "['a'][0]['b'] contains a lone surrogate (\\udc00) at offset 1",
+        ),
+        ({"k\x00": 1}, "['k\\x00'] key contains a NUL character (\\x00) at offset 1"),
+        (math.nan, "is nan, which JSON cannot represent"),
+        ({"x": [math.inf]}, "['x'][0] is inf, which JSON cannot represent"),
+    ],
+)
+def test_unstorable_values_are_named_with_their_path(value: object, reason: str) -> None:
+    assert unstorable_text_reason(value) == reason
+
+
+def test_a_valid_surrogate_pair_decoded_from_json_is_storable() -> None:
+    text = json.loads('"\\ud83d\\ude00"')
+
+    assert text == "😀"
+    assert unstorable_text_reason(text) is None
+
+
+def test_safe_label_escapes_unstorable_text_and_bounds_length() -> None:
+    assert safe_label("chat") == "'chat'"
+    assert safe_label("a\x00\ud800") == "'a\\x00\\ud800'"
+    assert safe_label("x" * 200) == repr("x" * 80 + "…")
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"status_message": "\x00"}, "span 'span' status message contains a NUL"),
+        ({"resource_attributes": {"h": "\x00"}}, "span 'span' resource attribute 'h' contains"),
+        ({"attributes": {"\x00": 1}}, "span 'span' attribute key '\\x00' contains a NUL"),
+        ({"events": [{"name": "\ud800"}]}, "span 'span' event 0 ['name'] contains a lone"),
+        ({"agent_name": "\x00"}, "span 'span' agent name contains a NUL"),
+    ],
+)
+def test_record_unstorable_reason_names_the_field(fields: dict[str, Any], reason: str) -> None:
+    attributes = fields.pop("attributes", None)
+    found = record_unstorable_reason(record(attributes, **fields))
+
+    assert found is not None and found.startswith(reason)
+
+
+def test_a_clean_record_is_storable() -> None:
+    assert record_unstorable_reason(record({"input.value": "hi", "n": [1, 2]})) is None
+
+
+# --- kind ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "openinference",
+    [
+        "LLM",
+        "AGENT",
+        "TOOL",
+        "CHAIN",
+        "RETRIEVER",
+        "EMBEDDING",
+        "RERANKER",
+        "GUARDRAIL",
+        "EVALUATOR",
+    ],
+)
+def test_openinference_span_kinds_are_lower_cased(openinference: str) -> None:
+    assert view_of({"openinference.span.kind": openinference}).kind == openinference.lower()
+
+
+@pytest.mark.parametrize(
+    ("operation", "kind"),
+    [
+        ("chat", "llm"),
+        ("text_completion", "llm"),
+        ("generate_content", "llm"),
+        ("invoke_agent", "agent"),
+        ("create_agent", "agent"),
+        ("execute_tool", "tool"),
+        ("embeddings", "embedding"),
+    ],
+)
+def test_genai_operation_names_map_to_kinds(operation: str, kind: str) -> None:
+    assert view_of({"gen_ai.operation.name": operation}).kind == kind
+
+
+def test_openinference_kind_wins_over_genai_operation() -> None:
+    view = view_of({"openinference.span.kind": "TOOL", "gen_ai.operation.name": "chat"})
+
+    assert view.kind == "tool"
+
+
+def test_unknown_convention_values_fall_through_to_the_records_own_kind() -> None:
+    view = view_of(
+        {"openinference.span.kind": "UNKNOWN", "gen_ai.operation.name": "dance"}, kind="Agent"
+    )
+
+    assert view.kind == "agent"
+
+
+@pytest.mark.parametrize("kind", [None, "client", "server", "internal", "workflow"])
+def test_a_span_without_a_known_kind_is_a_plain_span(kind: str | None) -> None:
+    assert view_of({}, kind=kind).kind == "span"
+
+
+# --- content, model, provider, agent ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("attributes", "expected"),
+    [
+        ({"input.value": "oi", "gen_ai.input.messages": "g", "gen_ai.prompt": "p"}, "oi"),
+        ({"gen_ai.input.messages": "g", "gen_ai.prompt": "p"}, "g"),
+        ({"gen_ai.prompt": "p"}, "p"),
+        ({}, "from record"),
+    ],
+)
+def test_input_follows_openinference_then_genai_then_the_record(
+    attributes: dict[str, Any], expected: str
+) -> None:
+    assert view_of(attributes, input="from record").input == expected
+
+
+@pytest.mark.parametrize(
+    ("attributes", "expected"),
+    [
+        ({"output.value": "oo", "gen_ai.output.messages": "g", "gen_ai.completion": "c"}, "oo"),
+        ({"gen_ai.output.messages": "g", "gen_ai.completion": "c"}, "g"),
+        ({"gen_ai.completion": "c"}, "c"),
+        ({}, "from record"),
+    ],
+)
+def test_output_follows_openinference_then_genai_then_the_record(
+    attributes: dict[str, Any], expected: str
+) -> None:
+    assert view_of(attributes, output="from record").output == expected
+
+
+def test_structured_messages_are_json_encoded() -> None:
+    messages = [{"role": "user", "parts": [{"type": "text", "content": "héllo"}]}]
+
+    view = view_of({"gen_ai.input.messages": messages, "gen_ai.output.messages": {"n": 1}})
+
+    assert view.input is not None and json.loads(view.input) == messages
+    assert "héllo" in view.input
+    assert view.output == '{"n": 1}'
+
+
+def test_the_served_model_is_preferred_and_both_genai_models_are_kept() -> None:
+    view = view_of(
+        {
+            "gen_ai.request.model": "gpt-4o",
+            "gen_ai.response.model": "gpt-4o-2024-08-06",
+            "llm.model_name": "other",
+        }
+    )
+
+    assert view.model == "gpt-4o-2024-08-06"
+    assert view.request_model == "gpt-4o"
+    assert view.response_model == "gpt-4o-2024-08-06"
+
+
+def test_model_falls_back_to_openinference_then_the_requested_model() -> None:
+    assert view_of({"llm.model_name": "oi", "gen_ai.request.model": "req"}).model == "oi"
+    assert view_of({"gen_ai.request.model": "req"}).model == "req"
+    assert view_of({"gen_ai.request.model": "", "llm.model_name": 3}).model is None
+
+
+@pytest.mark.parametrize(
+    ("attributes", "expected"),
+    [
+        ({"gen_ai.provider.name": "a", "gen_ai.system": "b", "llm.provider": "c"}, "a"),
+        ({"gen_ai.system": "b", "llm.provider": "c"}, "b"),
+        ({"llm.provider": "c"}, "c"),
+        ({}, None),
+    ],
+)
+def test_provider_prefers_the_current_genai_name(
+    attributes: dict[str, Any], expected: str | None
+) -> None:
+    assert view_of(attributes).provider == expected
+
+
+def test_agent_name_comes_from_attributes_then_the_record_but_never_service_name() -> None:
+    assert view_of({"gen_ai.agent.name": "g", "agent.name": "a"}, agent_name="r").agent_name == "g"
+    assert view_of({"agent.name": "a"}, agent_name="r").agent_name == "a"
+    assert view_of({}, agent_name="r").agent_name == "r"
+    assert view_of({"service.name": "checkout-service"}).agent_name is None
+
+
+def test_view_copies_the_name_and_start_time_for_pricing_and_messages() -> None:
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+
+    view = view_of({}, name="chat gpt-4o", start_time=start)
+
+    assert (view.name, view.start_time) == ("chat gpt-4o", start)
+
+
+# --- token counts --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [0, 7, "7", 7.0, "0012"])
+def test_integral_token_counts_are_accepted(value: object) -> None:
+    assert token_count(value) == int(float(value))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        -1,
+        "-1",
+        1.5,
+        "1.5",
+        "7.0",
+        "abc",
+        "",
+        " 7",
+        "+7",
+        "١٢",
+        True,
+        False,
+        None,
+        [7],
+        math.nan,
+        math.inf,
+        "9" * 21,
+    ],
+)
+def test_malformed_token_counts_are_none_never_guessed(value: object) -> None:
+    assert token_count(value) is None
+
+
+def test_the_first_token_attribute_present_decides_even_when_malformed() -> None:
+    view = view_of({"llm.token_count.prompt": "lots", "gen_ai.usage.input_tokens": 10})
+
+    assert view.input_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("key", "side"),
+    [
+        ("llm.token_count.prompt", "input"),
+        ("gen_ai.usage.input_tokens", "input"),
+        ("gen_ai.usage.prompt_tokens", "input"),
+        ("llm.token_count.completion", "output"),
+        ("gen_ai.usage.output_tokens", "output"),
+        ("gen_ai.usage.completion_tokens", "output"),
+    ],
+)
+def test_each_token_spelling_is_read(key: str, side: str) -> None:
+    view = view_of({key: 42})
+
+    assert getattr(view, f"{side}_tokens") == 42
+
+
+# --- correlation keys ----------------------------------------------------------------------
+
+
+def test_correlation_keys_are_read_at_their_exact_spelling() -> None:
+    view = view_of(
+        {"neens.eval_run_id": "run-1", "neens.dataset_item_id": 17, "neens.version_label": "v2"}
+    )
+
+    assert (view.eval_run_id, view.dataset_item_id, view.version_label) == ("run-1", "17", "v2")
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["eval_run_id", "neens.evalRunId", "neens.eval-run-id", "Neens.eval_run_id", "neens.eval_run"],
+)
+def test_near_spellings_of_a_correlation_key_are_ignored(key: str) -> None:
+    assert view_of({key: "run-1"}).eval_run_id is None
+
+
+# --- properties ----------------------------------------------------------------------------
+
+INPUT_TOKEN_KEYS = (
+    "llm.token_count.prompt",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+)
+OUTPUT_TOKEN_KEYS = (
+    "llm.token_count.completion",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+)
+counts = st.integers(min_value=0, max_value=10**15)
+spellings = st.sampled_from([int, str, float])
+texts = st.text(max_size=30)
+storable_labels = st.text(
+    alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\x00"),
+    min_size=1,
+    max_size=10,
+).filter(str.strip)
+
+
+@given(
+    tokens=counts,
+    input_key=st.sampled_from(INPUT_TOKEN_KEYS),
+    output_key=st.sampled_from(OUTPUT_TOKEN_KEYS),
+    spell=spellings,
+)
+def test_any_integral_token_count_in_any_convention_maps_to_the_same_int(
+    tokens: int, input_key: str, output_key: str, spell: type
+) -> None:
+    assume(spell is not float or float(tokens) == tokens)
+
+    view = view_of({input_key: spell(tokens), output_key: spell(tokens)})
+
+    assert view.input_tokens == tokens
+    assert view.output_tokens == tokens
+
+
+@given(
+    kind=st.sampled_from(["LLM", "AGENT", "TOOL", "EMBEDDING"]),
+    input_text=texts,
+    output_text=texts,
+    model=texts.filter(str.strip),
+    provider=texts.filter(str.strip),
+    input_tokens=counts,
+    output_tokens=counts,
+    agent=texts.filter(str.strip),
+)
+def test_openinference_and_genai_spellings_give_the_same_view(
+    kind: str,
+    input_text: str,
+    output_text: str,
+    model: str,
+    provider: str,
+    input_tokens: int,
+    output_tokens: int,
+    agent: str,
+) -> None:
+    operations = {
+        "LLM": "chat",
+        "AGENT": "invoke_agent",
+        "TOOL": "execute_tool",
+        "EMBEDDING": "embeddings",
+    }
+    openinference = view_of(
+        {
+            "openinference.span.kind": kind,
+            "input.value": input_text,
+            "output.value": output_text,
+            "llm.model_name": model,
+            "llm.provider": provider,
+            "llm.token_count.prompt": input_tokens,
+            "llm.token_count.completion": output_tokens,
+            "agent.name": agent,
+        }
+    )
+    genai = view_of(
+        {
+            "gen_ai.operation.name": operations[kind],
+            "gen_ai.input.messages": input_text,
+            "gen_ai.output.messages": output_text,
+            "gen_ai.response.model": model,
+            "gen_ai.provider.name": provider,
+            "gen_ai.usage.input_tokens": input_tokens,
+            "gen_ai.usage.output_tokens": output_tokens,
+            "gen_ai.agent.name": agent,
+        }
+    )
+
+    # Only GenAI distinguishes requested from served models; everything else must agree.
+    assert openinference == dataclasses.replace(genai, request_model=None, response_model=None)
+    assert genai.response_model == model
+
+
+correlation_keys = ("neens.eval_run_id", "neens.dataset_item_id", "neens.version_label")
+
+
+@given(
+    key=st.text(min_size=1, max_size=40), value=st.text(min_size=1, max_size=10).filter(str.strip)
+)
+def test_correlation_keys_are_only_read_at_the_exact_spelling(key: str, value: str) -> None:
+    view = view_of({key: value})
+
+    found = (view.eval_run_id, view.dataset_item_id, view.version_label)
+    if key in correlation_keys:
+        assert found[correlation_keys.index(key)] == value
+    else:
+        assert found == (None, None, None)
+
+
+@given(
+    session_label=st.none() | storable_labels,
+    span_label=st.none() | storable_labels,
+)
+def test_span_correlation_keys_override_resource_ones(
+    session_label: str | None, span_label: str | None
+) -> None:
+    session_attributes = {} if session_label is None else {"neens.version_label": session_label}
+    span_attributes = {} if span_label is None else {"neens.version_label": span_label}
+    payload = {
+        "session": {"id": "s", "attributes": session_attributes},
+        "spans": [{"id": "a", "name": "a", "attributes": span_attributes}],
+    }
+
+    (decoded,) = decode_native(payload).spans
+
+    expected = span_label if span_label is not None else session_label
+    assert span_view(decoded).version_label == expected
+
+
+def test_every_named_kind_is_reachable_from_openinference() -> None:
+    reached = {view_of({"openinference.span.kind": kind.upper()}).kind for kind in SPAN_KINDS}
+
+    assert reached == set(SPAN_KINDS)

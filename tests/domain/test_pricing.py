@@ -1,0 +1,173 @@
+"""Pricing an LLM span: project overrides, then genai-prices, and unpriced is never free."""
+
+from __future__ import annotations
+
+import math
+import socket
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from genai_prices import data_snapshot
+
+from neens.domain.conventions import SpanView
+from neens.domain.pricing import Price, PriceBook, PriceLookupError, SpanCost, span_cost
+
+JAN_2025 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def llm_view(**fields: Any) -> SpanView:
+    defaults: dict[str, Any] = {
+        "name": "chat",
+        "start_time": JAN_2025,
+        "kind": "llm",
+        "input": None,
+        "output": None,
+        "model": "gpt-4o",
+        "request_model": None,
+        "response_model": None,
+        "provider": "openai",
+        "input_tokens": 1_000,
+        "output_tokens": 500,
+        "agent_name": None,
+        "eval_run_id": None,
+        "dataset_item_id": None,
+        "version_label": None,
+    }
+    return SpanView(**{**defaults, **fields})
+
+
+def test_price_costs_tokens_per_million() -> None:
+    price = Price(input_per_mtok_usd=3.0, output_per_mtok_usd=15.0)
+
+    assert price.cost(2_000_000, 100_000) == pytest.approx(6.0 + 1.5)
+
+
+@pytest.mark.parametrize("bad", [-0.01, math.nan, math.inf])
+def test_a_price_must_be_a_finite_non_negative_number(bad: float) -> None:
+    with pytest.raises(ValueError, match="finite number >= 0"):
+        Price(input_per_mtok_usd=bad, output_per_mtok_usd=1.0)
+
+
+def test_a_price_must_be_a_number() -> None:
+    with pytest.raises(TypeError, match="output_per_mtok_usd must be a number"):
+        Price(input_per_mtok_usd=1.0, output_per_mtok_usd="2")  # type: ignore[arg-type]
+
+
+def test_a_known_model_is_priced_from_genai_prices_at_the_time_of_the_call() -> None:
+    # gpt-4o on OpenAI: $2.50 per million input tokens, $10 per million output tokens.
+    cost = span_cost(llm_view(), PriceBook())
+
+    assert cost.usd == pytest.approx(1_000 * 2.5 / 1e6 + 500 * 10 / 1e6)
+    assert cost.unpriced_reason is None
+    assert cost.source == "genai-prices"
+
+
+def test_a_model_is_looked_up_without_a_provider_only_when_none_was_recorded() -> None:
+    cost = span_cost(llm_view(provider=None), PriceBook())
+
+    assert cost.usd == pytest.approx(0.0075)
+
+
+def test_a_model_its_recorded_provider_does_not_serve_is_unpriced_not_priced_elsewhere() -> None:
+    cost = span_cost(llm_view(provider="anthropic"), PriceBook())
+
+    assert cost.usd is None
+    assert cost.unpriced_reason == (
+        "LLM span 'chat': no known price for model 'gpt-4o' from provider 'anthropic'"
+    )
+    assert cost.unpriced_model == "gpt-4o"
+
+
+def test_an_unknown_provider_is_unpriced() -> None:
+    cost = span_cost(llm_view(provider="my-own-gpu-box"), PriceBook())
+
+    assert cost.usd is None
+    assert cost.unpriced_model == "gpt-4o"
+
+
+def test_an_unknown_model_is_unpriced_and_named() -> None:
+    cost = span_cost(llm_view(model="acme-llm-9000", provider=None), PriceBook())
+
+    assert cost == SpanCost(
+        usd=None,
+        unpriced_reason="LLM span 'chat': no known price for model 'acme-llm-9000'",
+        unpriced_model="acme-llm-9000",
+    )
+
+
+def test_an_llm_span_without_a_model_is_unpriced_naming_the_span() -> None:
+    cost = span_cost(llm_view(model=None, name="planner call"), PriceBook())
+
+    assert cost == SpanCost(usd=None, unpriced_reason="LLM span 'planner call' has no model")
+
+
+@pytest.mark.parametrize(
+    ("tokens", "missing"),
+    [
+        ({"input_tokens": None}, "input"),
+        ({"output_tokens": None}, "output"),
+        ({"input_tokens": None, "output_tokens": None}, "input or output"),
+    ],
+)
+def test_an_llm_span_missing_token_counts_is_unpriced_rather_than_cheap(
+    tokens: dict[str, None], missing: str
+) -> None:
+    cost = span_cost(llm_view(**tokens), PriceBook())
+
+    assert cost.usd is None
+    assert cost.unpriced_reason == (
+        f"LLM span 'chat' (model 'gpt-4o') reported no {missing} token count"
+    )
+
+
+@pytest.mark.parametrize("kind", ["agent", "tool", "chain", "embedding", "span"])
+def test_spans_that_are_not_llm_calls_have_no_cost_of_their_own(kind: str) -> None:
+    assert span_cost(llm_view(kind=kind), PriceBook()) == SpanCost(usd=None, unpriced_reason=None)
+
+
+def test_an_override_price_beats_genai_prices() -> None:
+    book = PriceBook({"gpt-4o": Price(input_per_mtok_usd=1.0, output_per_mtok_usd=2.0)})
+
+    cost = span_cost(llm_view(), book)
+
+    assert cost.usd == pytest.approx(1_000 * 1.0 / 1e6 + 500 * 2.0 / 1e6)
+    assert cost.source == "override"
+
+
+def test_an_override_prices_a_model_genai_prices_does_not_know() -> None:
+    book = PriceBook({"acme-llm-9000": Price(input_per_mtok_usd=4.0, output_per_mtok_usd=8.0)})
+
+    cost = span_cost(llm_view(model="ACME-LLM-9000", provider="acme"), book)
+
+    assert cost.usd == pytest.approx(0.004 + 0.004)
+
+
+def test_an_override_for_the_requested_model_covers_the_served_snapshot() -> None:
+    book = PriceBook({"gpt-4o": Price(input_per_mtok_usd=1.0, output_per_mtok_usd=1.0)})
+    view = llm_view(model="gpt-4o-2024-08-06", request_model="gpt-4o")
+
+    cost = span_cost(view, book)
+
+    assert cost.usd == pytest.approx(0.0015)
+    assert cost.source == "override"
+
+
+def test_price_book_lookup_error_names_model_and_provider() -> None:
+    with pytest.raises(PriceLookupError, match="'nope' from provider 'openai'"):
+        PriceBook().cost("nope", "openai", 1, 1)
+
+
+def test_pricing_never_reaches_the_network_or_replaces_the_bundled_snapshot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("pricing tried to open a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+    cost = span_cost(llm_view(model="claude-3-5-sonnet", provider="anthropic"), PriceBook())
+
+    assert cost.usd is not None and cost.usd > 0
+    assert data_snapshot.get_snapshot().from_auto_update is False
