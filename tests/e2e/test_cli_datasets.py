@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -12,23 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from neens.store.db import Database
-from neens.store.keys import CreatedKey, create_key
+from neens.store.keys import CreatedKey
 from tests.support.live import LiveServer
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def key(database_url: str) -> CreatedKey:
-    async def make() -> CreatedKey:
-        db = Database(database_url)
-        try:
-            return await create_key(db, company="Acme", project="Support agent", role="ingest")
-        finally:
-            await db.dispose()
-
-    return asyncio.run(make())
 
 
 def push(server: LiveServer, key: CreatedKey, *args: str) -> subprocess.CompletedProcess[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from collections.abc import Iterator
@@ -18,23 +17,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from neens.store.db import Database
-from neens.store.keys import CreatedKey, create_key
+from neens.store.keys import CreatedKey
 from tests.support.live import LiveServer
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def key(database_url: str) -> CreatedKey:
-    async def make() -> CreatedKey:
-        db = Database(database_url)
-        try:
-            return await create_key(db, company="Acme", project="Support agent", role="ingest")
-        finally:
-            await db.dispose()
-
-    return asyncio.run(make())
 
 
 def run_agent(exporter: SpanExporter, prompt: str = "Where is order 17?") -> str:

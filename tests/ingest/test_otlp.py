@@ -28,6 +28,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 from neens.errors import InvalidInput
 from neens.ingest.otlp import decode_json, decode_protobuf, encode_response, rejections_message
 from neens.ingest.records import Rejection
+from tests.support.otlp import any_value, key_values
 
 TRACE_ID = bytes.fromhex("5b8efff798038103d269b633813fc60c")
 SPAN_ID = bytes.fromhex("eee19b7ec3c1b174")
@@ -70,28 +71,6 @@ SPEC_EXAMPLE = """
 }
 """
 """The example from opentelemetry-proto's examples/trace.json: upper-case hex ids, int kind."""
-
-
-def any_value(value: object) -> AnyValue:
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    if isinstance(value, str):
-        return AnyValue(string_value=value)
-    if isinstance(value, bytes):
-        return AnyValue(bytes_value=value)
-    if isinstance(value, list):
-        return AnyValue(array_value=ArrayValue(values=[any_value(item) for item in value]))
-    if isinstance(value, dict):
-        return AnyValue(kvlist_value=KeyValueList(values=key_values(value)))
-    raise TypeError(value)
-
-
-def key_values(attributes: dict[str, Any]) -> list[KeyValue]:
-    return [KeyValue(key=key, value=any_value(value)) for key, value in attributes.items()]
 
 
 def make_span(

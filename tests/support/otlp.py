@@ -6,25 +6,33 @@ import os
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 T0 = 1_764_489_600_000_000_000  # 2025-11-30T08:00:00Z in Unix nanoseconds
 
 
-def any_value(value: Any) -> AnyValue:
+def any_value(value: object) -> AnyValue:
     if isinstance(value, bool):
         return AnyValue(bool_value=value)
     if isinstance(value, int):
         return AnyValue(int_value=value)
     if isinstance(value, float):
         return AnyValue(double_value=value)
-    return AnyValue(string_value=str(value))
+    if isinstance(value, str):
+        return AnyValue(string_value=value)
+    if isinstance(value, bytes):
+        return AnyValue(bytes_value=value)
+    if isinstance(value, list):
+        return AnyValue(array_value=ArrayValue(values=[any_value(item) for item in value]))
+    if isinstance(value, dict):
+        return AnyValue(kvlist_value=KeyValueList(values=key_values(value)))
+    raise TypeError(value)
 
 
 def key_values(attributes: dict[str, Any]) -> list[KeyValue]:
-    return [KeyValue(key=k, value=any_value(v)) for k, v in attributes.items()]
+    return [KeyValue(key=key, value=any_value(value)) for key, value in attributes.items()]
 
 
 def span(
