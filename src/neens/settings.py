@@ -34,6 +34,19 @@ class Settings(BaseSettings):
     migrate_on_start: bool = True
     """Apply pending database migrations when the server starts."""
 
+    workers_in_process: bool = True
+    """Run the job workers inside `neens serve`. Set false when `neens worker` processes (on a
+    shared PostgreSQL database) do the work instead."""
+
+    worker_concurrency: int = Field(default=4, ge=1, le=256)
+    """Jobs one worker loop runs at the same time."""
+
+    push_concurrency: int = Field(default=32, ge=1, le=1024)
+    """Calls in flight at once to one agent endpoint during a push-mode run."""
+
+    push_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    """Longest a push-mode call may take, end to end, before its item errors."""
+
     def resolved_database_url(self) -> str:
         """The database URL in use: the configured one, or the embedded SQLite file."""
         if self.database_url:

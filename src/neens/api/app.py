@@ -1,19 +1,35 @@
 """`create_app`: builds the FastAPI application. Nothing connects or reads the environment at
-import time; the database is opened (and migrated) in the lifespan."""
+import time; the database is opened (and migrated), and the span writer and job workers are
+started, in the lifespan."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import httpx
 from fastapi import FastAPI
 
 from neens import __version__
 from neens.api.errors import install_error_handlers
-from neens.api.routers import datasets, health, pricing, sessions, traces
+from neens.api.routers import (
+    agent_connections,
+    datasets,
+    health,
+    pricing,
+    sessions,
+    traces,
+)
+from neens.engine.handlers import HANDLERS
+from neens.engine.ingest import SpanWriter
+from neens.queue.worker import Worker
 from neens.settings import Settings
 from neens.store import migrate
 from neens.store.db import Database
+
+ROUTERS = (health, datasets, traces, sessions, pricing, agent_connections)
 
 
 def create_app(settings: Settings, *, database: Database | None = None) -> FastAPI:
@@ -24,12 +40,39 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
         db = database or Database(settings.resolved_database_url())
         if settings.migrate_on_start and database is None:
             await migrate.upgrade(settings.resolved_database_url())
-        app.state.db = db
-        try:
-            yield
-        finally:
-            if database is None:
-                await db.dispose()
+        writer = SpanWriter(db)
+        writer.start()
+        async with httpx.AsyncClient(
+            follow_redirects=False,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+            timeout=httpx.Timeout(settings.push_timeout_s),
+        ) as http:
+            worker = Worker(
+                db,
+                HANDLERS,
+                services={"http": http, "settings": settings},
+                concurrency=settings.worker_concurrency,
+            )
+            app.state.db = db
+            app.state.span_writer = writer
+            app.state.worker = worker
+            stop = asyncio.Event()
+            worker_task = (
+                asyncio.create_task(worker.run(stop), name="neens-worker")
+                if settings.workers_in_process
+                else None
+            )
+            try:
+                yield
+            finally:
+                stop.set()
+                if worker_task is not None:
+                    worker.notify()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await worker_task
+                await writer.stop()
+                if database is None:
+                    await db.dispose()
 
     app = FastAPI(
         title="Neens",
@@ -39,6 +82,6 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
     )
     app.state.settings = settings
     install_error_handlers(app)
-    for module in (health, datasets, traces, sessions, pricing):
+    for module in ROUTERS:
         app.include_router(module.router)
     return app

@@ -7,27 +7,41 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from neens.engine.ingest import SpanWriter
 from neens.errors import Forbidden, NotAuthenticated
+from neens.queue.worker import Worker
 from neens.settings import Settings
 from neens.store.db import Database
 from neens.store.keys import Principal, Role, resolve_key
 
 
-def get_db(request: Request) -> Database:
+async def get_db(request: Request) -> Database:
     db: Database = request.app.state.db
     return db
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
+async def get_span_writer(request: Request) -> SpanWriter:
+    writer: SpanWriter = request.app.state.span_writer
+    return writer
+
+
+async def get_worker(request: Request) -> Worker:
+    worker: Worker = request.app.state.worker
+    return worker
+
+
 DbDep = Annotated[Database, Depends(get_db)]
+SpanWriterDep = Annotated[SpanWriter, Depends(get_span_writer)]
+WorkerDep = Annotated[Worker, Depends(get_worker)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-def bearer_key(request: Request) -> str:
+async def bearer_key(request: Request) -> str:
     header = request.headers.get("authorization")
     if not header:
         raise NotAuthenticated(
@@ -41,7 +55,7 @@ def bearer_key(request: Request) -> str:
 
 
 async def authenticate(request: Request, db: DbDep) -> Principal:
-    principal = await resolve_key(db, bearer_key(request))
+    principal = await resolve_key(db, await bearer_key(request))
     if principal is None:
         raise NotAuthenticated(
             "unknown or revoked API key: create one with `neens keys create`",

@@ -8,6 +8,7 @@ covers writers in other processes (a `neens keys create` while the server runs).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -79,6 +80,22 @@ class Database:
         self.dialect = self.engine.dialect.name
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self._write_lock = asyncio.Lock() if self.dialect == "sqlite" else None
+        self._memo: dict[tuple[str, str], tuple[float, Any]] = {}
+
+    def memo_get(self, kind: str, key: str, *, ttl_s: float) -> Any | None:
+        """A value remembered within the last `ttl_s` seconds by this process, else None."""
+        hit = self._memo.get((kind, key))
+        if hit is None or time.monotonic() - hit[0] > ttl_s:
+            return None
+        return hit[1]
+
+    def memo_set(self, kind: str, key: str, value: Any) -> None:
+        self._memo[(kind, key)] = (time.monotonic(), value)
+
+    def memo_forget(self, kind: str, key: str | None = None) -> None:
+        """Forget one remembered value, or every value of `kind`."""
+        for memo_key in [k for k in self._memo if k[0] == kind and key in (None, k[1])]:
+            del self._memo[memo_key]
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:

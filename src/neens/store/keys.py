@@ -104,17 +104,28 @@ async def revoke_key(db: Database, key_id: str) -> bool:
             return False
         if row.revoked_at is None:
             row.revoked_at = utcnow()
+        db.memo_forget("key", row.key_hash)
         return True
+
+
+KEY_MEMO_SECONDS = 5.0
+"""How long a server remembers a resolved key. Revoking through this server takes effect at
+once; a revocation made elsewhere (the CLI, another server) within this many seconds."""
 
 
 async def resolve_key(db: Database, key: str) -> Principal | None:
     """The principal behind a key, or None for an unknown or revoked key."""
+    digest = hash_key(key)
+    remembered = db.memo_get("key", digest, ttl_s=KEY_MEMO_SECONDS)
+    if remembered is not None:
+        assert isinstance(remembered, Principal)
+        return remembered
     async with db.read() as s:
         row = (
             await s.execute(
                 select(ApiKey.id, ApiKey.role, Project.id, Project.company_id)
                 .join(Project, Project.id == ApiKey.project_id)
-                .where(ApiKey.key_hash == hash_key(key), ApiKey.revoked_at.is_(None))
+                .where(ApiKey.key_hash == digest, ApiKey.revoked_at.is_(None))
             )
         ).first()
     if row is None:
@@ -122,4 +133,6 @@ async def resolve_key(db: Database, key: str) -> Principal | None:
     key_id, role, project_id, company_id = row
     if role not in ROLES:
         raise ValueError(f"key {key_id} has an unknown role {role!r} in the database")
-    return Principal(key_id, company_id, project_id, role)
+    principal = Principal(key_id, company_id, project_id, role)
+    db.memo_set("key", digest, principal)
+    return principal

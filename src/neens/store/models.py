@@ -206,3 +206,199 @@ class ModelPrice(Base):
     input_per_mtok_usd: Mapped[float] = mapped_column(Float)
     output_per_mtok_usd: Mapped[float] = mapped_column(Float)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AgentConnection(Base):
+    """An HTTP endpoint Neens calls with each golden prompt (push mode).
+
+    `headers` may hold secrets (API keys); they are stored for calling the endpoint and never
+    returned by the API.
+    """
+
+    __tablename__ = "agent_connections"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    url: Mapped[str] = mapped_column(Text)
+    model: Mapped[str | None] = mapped_column(String(500), default=None)
+    provider: Mapped[str] = mapped_column(String(100))
+    request_format: Mapped[str] = mapped_column(String(20))
+    answer_path: Mapped[str | None] = mapped_column(String(500), default=None)
+    headers: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Judge(Base):
+    """A judge deployment: managed, llm_prompt, composite or classifier.
+
+    `config` is what the API shows; `secret` (an LLM endpoint's API key) is never returned.
+    """
+
+    __tablename__ = "judges"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    type: Mapped[str] = mapped_column(String(20))
+    config: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    secret: Mapped[str | None] = mapped_column(Text, default=None)
+    enabled: Mapped[bool] = mapped_column(default=True)
+    score_production: Mapped[bool] = mapped_column(default=False)
+    is_primary: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PreprodRun(Base):
+    """A pre-prod evaluation run. Everything that defines it is copied at create and frozen."""
+
+    __tablename__ = "preprod_runs"
+    __table_args__ = (Index(None, "project_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(500))
+    dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    dataset_version_id: Mapped[str] = mapped_column(
+        ForeignKey("dataset_versions.id", ondelete="CASCADE")
+    )
+    version_label: Mapped[str] = mapped_column(String(500))
+    runner_mode: Mapped[str] = mapped_column(String(20))
+    agent_connection_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    model: Mapped[str | None] = mapped_column(String(500), default=None)
+    model_provider: Mapped[str | None] = mapped_column(String(100), default=None)
+    judge_ids: Mapped[list[Any]] = mapped_column(default=list)
+    baseline: Mapped[dict[str, Any] | None] = mapped_column(JsonType, default=None)
+    gate: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[str] = mapped_column(String(40))
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    item_count: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    scoring_dispatched_at: Mapped[datetime | None] = mapped_column(default=None)
+    completed_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class PreprodItem(Base):
+    """One frozen prompt of a run: its snapshot, its capture and its verdict."""
+
+    __tablename__ = "preprod_items"
+    __table_args__ = (
+        UniqueConstraint("run_id", "item_id"),
+        UniqueConstraint("run_id", "position"),
+    )
+
+    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("preprod_runs.id", ondelete="CASCADE"))
+    item_id: Mapped[str] = mapped_column(String(40))
+    position: Mapped[int] = mapped_column(Integer)
+    input: Mapped[str] = mapped_column(Text)
+    expected_output: Mapped[str | None] = mapped_column(Text, default=None)
+    status: Mapped[str] = mapped_column(String(20))
+    session_pk: Mapped[int | None] = mapped_column(
+        BigIntPk, ForeignKey("sessions.pk", ondelete="SET NULL"), default=None
+    )
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    score: Mapped[float | None] = mapped_column(Float, default=None)
+    passed: Mapped[bool | None] = mapped_column(default=None)
+    baseline_passed: Mapped[bool | None] = mapped_column(default=None)
+    captured_at: Mapped[datetime | None] = mapped_column(default=None)
+    scored_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class Score(Base):
+    """One judge's verdict on one session, with the prompt and raw reply behind it."""
+
+    __tablename__ = "scores"
+    __table_args__ = (
+        Index(None, "session_pk"),
+        Index(None, "run_id"),
+        Index(None, "project_id", "source", "created_at"),
+    )
+
+    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    session_pk: Mapped[int] = mapped_column(BigIntPk, ForeignKey("sessions.pk", ondelete="CASCADE"))
+    judge_id: Mapped[str] = mapped_column(String(40))
+    judge_name: Mapped[str] = mapped_column(String(200))
+    run_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    item_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    source: Mapped[str] = mapped_column(String(20))
+    score: Mapped[float | None] = mapped_column(Float, default=None)
+    label: Mapped[str | None] = mapped_column(String(200), default=None)
+    passed: Mapped[bool | None] = mapped_column(default=None)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    unscored_reason: Mapped[str | None] = mapped_column(String(100), default=None)
+    prompt: Mapped[str | None] = mapped_column(Text, default=None)
+    raw_reply: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Job(Base):
+    """Work for the workers, claimed with a lease so a dead worker's job comes back.
+
+    `dedupe_key` makes enqueueing idempotent: a second enqueue of the same key is a no-op while
+    the first is unfinished.
+    """
+
+    __tablename__ = "jobs"
+    __table_args__ = (Index(None, "status", "run_after"),)
+
+    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(50))
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    dedupe_key: Mapped[str | None] = mapped_column(String(200), unique=True, default=None)
+    status: Mapped[str] = mapped_column(String(20))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    run_after: Mapped[datetime] = mapped_column(default=utcnow)
+    lease_until: Mapped[datetime | None] = mapped_column(default=None)
+    worker: Mapped[str | None] = mapped_column(String(200), default=None)
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class Insight(Base):
+    """Something a team should know, such as a pre-prod regression, with what it is about."""
+
+    __tablename__ = "insights"
+    __table_args__ = (Index(None, "project_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(50))
+    title: Mapped[str] = mapped_column(Text)
+    run_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class NotificationSink(Base):
+    __tablename__ = "notification_sinks"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    url: Mapped[str] = mapped_column(Text)
+    headers: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class NotificationDelivery(Base):
+    """One insight sent to one sink: every attempt's outcome is kept."""
+
+    __tablename__ = "notification_deliveries"
+    __table_args__ = (UniqueConstraint("sink_id", "insight_id"),)
+
+    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
+    sink_id: Mapped[str] = mapped_column(ForeignKey("notification_sinks.id", ondelete="CASCADE"))
+    insight_id: Mapped[str] = mapped_column(ForeignKey("insights.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(20))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_status_code: Mapped[int | None] = mapped_column(Integer, default=None)
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    delivered_at: Mapped[datetime | None] = mapped_column(default=None)

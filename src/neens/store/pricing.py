@@ -10,10 +10,24 @@ from neens.store.db import Database, upsert_insert
 from neens.store.models import ModelPrice
 from neens.store.types import utcnow
 
+PRICE_MEMO_SECONDS = 5.0
+"""How long a server remembers a project's prices for ingest. A price set through this server
+applies at once (and re-prices stored sessions); one set through another server within this
+many seconds."""
 
-async def price_book(s: AsyncSession, project_id: str) -> PriceBook:
+
+async def price_book(s: AsyncSession, project_id: str, db: Database | None = None) -> PriceBook:
+    """The project's prices; with `db`, remembered for a few seconds to spare ingest a query."""
+    if db is not None:
+        remembered = db.memo_get("prices", project_id, ttl_s=PRICE_MEMO_SECONDS)
+        if remembered is not None:
+            assert isinstance(remembered, PriceBook)
+            return remembered
     rows = await s.scalars(select(ModelPrice).where(ModelPrice.project_id == project_id))
-    return PriceBook({r.model: Price(r.input_per_mtok_usd, r.output_per_mtok_usd) for r in rows})
+    book = PriceBook({r.model: Price(r.input_per_mtok_usd, r.output_per_mtok_usd) for r in rows})
+    if db is not None:
+        db.memo_set("prices", project_id, book)
+    return book
 
 
 async def set_price(db: Database, project_id: str, model: str, price: Price) -> None:
@@ -28,6 +42,7 @@ async def set_price(db: Database, project_id: str, model: str, price: Price) -> 
             .values(project_id=project_id, model=model, **values)
             .on_conflict_do_update(index_elements=["project_id", "model"], set_=values)
         )
+    db.memo_forget("prices", project_id)
 
 
 async def delete_price(db: Database, project_id: str, model: str) -> bool:
@@ -36,7 +51,8 @@ async def delete_price(db: Database, project_id: str, model: str) -> bool:
         result = await s.execute(
             delete(ModelPrice).where(ModelPrice.project_id == project_id, ModelPrice.model == model)
         )
-        return bool(getattr(result, "rowcount", 0))
+    db.memo_forget("prices", project_id)
+    return bool(getattr(result, "rowcount", 0))
 
 
 async def list_prices(db: Database, project_id: str) -> dict[str, Price]:

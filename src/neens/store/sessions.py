@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select
+from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.conventions import span_view
@@ -45,7 +45,8 @@ class SessionFilter:
     eval_run_id: str | None = None
 
 
-def _record(row: Span, trace_id: str) -> SpanRecord:
+def _record(row: Any, trace_id: str) -> SpanRecord:
+    """A stored span (ORM object or row) back as the record it was decoded into."""
     return SpanRecord(
         trace_id=trace_id,
         span_id=row.span_id,
@@ -88,77 +89,125 @@ def _span_values(session_pk: int, record: SpanRecord) -> dict[str, Any]:
     }
 
 
-def _apply_summary(row: TraceSession, summary: SessionSummary) -> None:
-    row.agent_name = summary.agent_name
-    row.input = summary.input
-    row.output = summary.output
-    row.models = list(summary.models)
-    row.input_tokens = summary.input_tokens
-    row.output_tokens = summary.output_tokens
-    row.latency_ms = summary.latency_ms
-    row.step_count = summary.step_count
-    row.span_count = summary.span_count
-    row.cost_usd = summary.cost_usd
-    row.cost_status = summary.cost_status
-    row.unpriced = list(summary.unpriced_models)
-    row.status = summary.status
-    row.started_at = summary.started_at
-    row.ended_at = summary.ended_at
-    row.eval_run_id = summary.eval_run_id
-    row.dataset_item_id = summary.dataset_item_id
-    row.version_label = summary.version_label
-    row.updated_at = utcnow()
+def _summary_values(summary: SessionSummary) -> dict[str, Any]:
+    return {
+        "agent_name": summary.agent_name,
+        "input": summary.input,
+        "output": summary.output,
+        "models": list(summary.models),
+        "input_tokens": summary.input_tokens,
+        "output_tokens": summary.output_tokens,
+        "latency_ms": summary.latency_ms,
+        "step_count": summary.step_count,
+        "span_count": summary.span_count,
+        "cost_usd": summary.cost_usd,
+        "cost_status": summary.cost_status,
+        "unpriced": list(summary.unpriced_models),
+        "status": summary.status,
+        "started_at": summary.started_at,
+        "ended_at": summary.ended_at,
+        "eval_run_id": summary.eval_run_id,
+        "dataset_item_id": summary.dataset_item_id,
+        "version_label": summary.version_label,
+        "updated_at": utcnow(),
+    }
 
 
-async def _resummarize(s: AsyncSession, row: TraceSession, book: PriceBook) -> SessionSummary:
-    spans = await s.scalars(select(Span).where(Span.session_pk == row.pk))
-    summary = summarize_session([_record(span, row.trace_id) for span in spans], book)
-    _apply_summary(row, summary)
-    return summary
+async def _resummarize(
+    s: AsyncSession, sessions: dict[int, str], books: dict[int, PriceBook]
+) -> dict[int, SessionSummary]:
+    """Recompute session rows (pk → trace id) from all their stored spans, in three statements."""
+    by_session: dict[int, list[SpanRecord]] = defaultdict(list)
+    rows = await s.execute(select(Span.__table__).where(Span.session_pk.in_(list(sessions))))
+    for row in rows:
+        by_session[row.session_pk].append(_record(row, sessions[row.session_pk]))
+    summaries = {pk: summarize_session(by_session[pk], books[pk]) for pk in sorted(sessions)}
+    table = cast(Table, TraceSession.__table__)
+    columns = list(_summary_values(next(iter(summaries.values()))))
+    await s.execute(
+        update(table)
+        .where(table.c.pk == bindparam("session_pk"))
+        .values({name: bindparam(name) for name in columns}),
+        [{"session_pk": pk, **_summary_values(summary)} for pk, summary in summaries.items()],
+    )
+    return summaries
+
+
+@dataclass(frozen=True, slots=True)
+class SpanBatch:
+    """Spans from one request: whose they are and how they arrived."""
+
+    project_id: str
+    spans: list[SpanRecord]
+    source: str
 
 
 async def write_spans(
     db: Database, project_id: str, spans: list[SpanRecord], *, source: str
 ) -> dict[str, SessionSummary]:
-    """Store spans (a span already stored is kept as it was) and re-derive their sessions.
+    """Store one request's spans; see `write_span_batches`."""
+    return (await write_span_batches(db, [SpanBatch(project_id, spans, source)]))[0]
 
-    Traces are locked in sorted order, so two requests touching the same traces cannot deadlock.
+
+async def write_span_batches(
+    db: Database, batches: list[SpanBatch]
+) -> list[dict[str, SessionSummary]]:
+    """Store the spans of several requests in one transaction and re-derive their sessions.
+
+    A span already stored is kept as first received. The session upsert takes each session row's
+    lock (PostgreSQL's ON CONFLICT DO UPDATE), so writers adding spans to one trace take turns
+    and the later one re-reads what the earlier one wrote; rows are upserted in sorted order, so
+    two writers touching the same traces cannot deadlock. Statements are per batch, not per
+    trace: one upsert, one span insert, one read and one update, whatever the number of traces.
+    Returns, per batch, the summaries of the sessions it touched.
     """
-    by_trace: dict[str, list[SpanRecord]] = defaultdict(list)
-    for record in spans:
-        by_trace[record.trace_id].append(record)
-    summaries: dict[str, SessionSummary] = {}
+    keys = sorted({(b.project_id, r.trace_id) for b in batches for r in b.spans})
+    if not keys:
+        return [{} for _ in batches]
+    source_of: dict[tuple[str, str], str] = {}
+    for b in batches:
+        for r in b.spans:
+            source_of.setdefault((b.project_id, r.trace_id), b.source)
     async with db.write() as s:
-        book = await price_book(s, project_id)
-        for trace_id in sorted(by_trace):
-            await s.execute(
-                _insert(s, TraceSession)
-                .values(
-                    project_id=project_id,
-                    trace_id=trace_id,
-                    source=source,
-                    cost_status="no_llm_calls",
-                    status="ok",
-                    models=[],
-                    unpriced=[],
-                    created_at=utcnow(),
-                    updated_at=utcnow(),
-                )
-                .on_conflict_do_nothing(index_elements=["project_id", "trace_id"])
+        books = {p: await price_book(s, p, db) for p in {p for p, _ in keys}}
+        now = utcnow()
+        upserted = await s.execute(
+            _insert(s, TraceSession)
+            .values(
+                [
+                    {
+                        "project_id": project_id,
+                        "trace_id": trace_id,
+                        "source": source_of[(project_id, trace_id)],
+                        "cost_status": "no_llm_calls",
+                        "status": "ok",
+                        "models": [],
+                        "unpriced": [],
+                        "created_at": now,
+                        "updated_at": now,
+                    }
+                    for project_id, trace_id in keys
+                ]
             )
-            row = await s.scalar(
-                select(TraceSession)
-                .where(TraceSession.project_id == project_id, TraceSession.trace_id == trace_id)
-                .with_for_update()
+            .on_conflict_do_update(
+                index_elements=["project_id", "trace_id"], set_={"updated_at": now}
             )
-            assert row is not None
-            await s.execute(
-                _insert(s, Span)
-                .values([_span_values(row.pk, r) for r in by_trace[trace_id]])
-                .on_conflict_do_nothing(index_elements=["session_pk", "span_id"])
-            )
-            summaries[trace_id] = await _resummarize(s, row, book)
-    return summaries
+            .returning(TraceSession.pk, TraceSession.project_id, TraceSession.trace_id)
+        )
+        pk_of = {(project_id, trace_id): pk for pk, project_id, trace_id in upserted.all()}
+        await s.execute(
+            _insert(s, Span.__table__).on_conflict_do_nothing(
+                index_elements=["session_pk", "span_id"]
+            ),
+            [_span_values(pk_of[(b.project_id, r.trace_id)], r) for b in batches for r in b.spans],
+        )
+        sessions = {pk: trace_id for (_, trace_id), pk in pk_of.items()}
+        summaries = await _resummarize(
+            s, sessions, {pk: books[project_id] for (project_id, _), pk in pk_of.items()}
+        )
+    return [
+        {r.trace_id: summaries[pk_of[(b.project_id, r.trace_id)]] for r in b.spans} for b in batches
+    ]
 
 
 async def reprice_model(db: Database, project_id: str, model: str) -> int:
@@ -166,8 +215,8 @@ async def reprice_model(db: Database, project_id: str, model: str) -> int:
     returns how many."""
     async with db.write() as s:
         book = await price_book(s, project_id)
-        rows = await s.scalars(
-            select(TraceSession)
+        rows = await s.execute(
+            select(TraceSession.pk, TraceSession.trace_id)
             .where(
                 TraceSession.project_id == project_id,
                 TraceSession.pk.in_(
@@ -176,11 +225,10 @@ async def reprice_model(db: Database, project_id: str, model: str) -> int:
             )
             .with_for_update()
         )
-        count = 0
-        for row in rows.all():
-            await _resummarize(s, row, book)
-            count += 1
-    return count
+        sessions = dict(rows.all())
+        if sessions:
+            await _resummarize(s, sessions, dict.fromkeys(sessions, book))
+    return len(sessions)
 
 
 def _summary_from_row(row: TraceSession) -> SessionSummary:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 from pydantic import AwareDatetime
 
-from neens.api.deps import AnyKey, DbDep
+from neens.api.deps import AnyKey, DbDep, SpanWriterDep, WorkerDep
 from neens.api.schemas.sessions import (
     IngestResult,
     NativeSessionIn,
@@ -17,6 +17,7 @@ from neens.api.schemas.sessions import (
 from neens.domain.conventions import span_view
 from neens.domain.pricing import PriceBook, span_cost
 from neens.domain.span_tree import SpanNode, span_tree
+from neens.engine.ingest import ingest_spans
 from neens.errors import Unprocessable
 from neens.ingest.native import decode_native
 from neens.store import pricing
@@ -25,7 +26,6 @@ from neens.store.sessions import (
     StoredSession,
     get_session,
     list_sessions,
-    write_spans,
 )
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
@@ -91,12 +91,14 @@ def _span_out(node: SpanNode, book: PriceBook) -> SpanOut:
 
 
 @router.post("", operation_id="sessions-ingest")
-async def ingest_session(body: NativeSessionIn, principal: AnyKey, db: DbDep) -> IngestResult:
+async def ingest_session(
+    body: NativeSessionIn, principal: AnyKey, writer: SpanWriterDep, worker: WorkerDep
+) -> IngestResult:
     """Store a session in the native JSON format. Sending the same session id again merges the
     new spans into it; a span id already stored is kept as first received."""
     batch = decode_native(body.model_dump(mode="json", exclude_unset=True))
-    if batch.spans:
-        await write_spans(db, principal.project_id, batch.spans, source="native")
+    if batch.spans and await ingest_spans(writer, principal.project_id, batch.spans, "native"):
+        worker.notify()
     return IngestResult(
         session_id=body.session.id,
         accepted_spans=len(batch.spans),

@@ -9,10 +9,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from neens.api.body import read_body
-from neens.api.deps import AnyKey, DbDep, SettingsDep
+from neens.api.deps import AnyKey, SettingsDep, SpanWriterDep, WorkerDep
+from neens.engine.ingest import ingest_spans
 from neens.errors import UnsupportedMediaType
 from neens.ingest.otlp import decode_json, decode_protobuf, encode_response, rejections_message
-from neens.store.sessions import write_spans
 
 router = APIRouter(tags=["traces"])
 
@@ -38,7 +38,11 @@ _OTLP_BODY = {
     responses={200: {"content": {PROTOBUF: {}, JSON: {}}, "description": "Export response"}},
 )
 async def export_traces(
-    request: Request, principal: AnyKey, db: DbDep, settings: SettingsDep
+    request: Request,
+    principal: AnyKey,
+    writer: SpanWriterDep,
+    worker: WorkerDep,
+    settings: SettingsDep,
 ) -> Response:
     """Receive an OTLP ExportTraceServiceRequest. Answers in the encoding it was sent."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -50,8 +54,8 @@ async def export_traces(
     body = await read_body(request, settings.max_request_bytes)
     is_json = content_type == JSON
     batch = decode_json(body) if is_json else decode_protobuf(body)
-    if batch.spans:
-        await write_spans(db, principal.project_id, batch.spans, source="otlp")
+    if batch.spans and await ingest_spans(writer, principal.project_id, batch.spans, "otlp"):
+        worker.notify()
     message = rejections_message(batch.rejections)
     return Response(
         encode_response(len(batch.rejections), message, json=is_json),

@@ -1,0 +1,98 @@
+"""Bodies of the agent-connection routes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import ConfigDict, Field, HttpUrl, field_validator
+from pydantic.alias_generators import to_camel
+
+from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+from neens.domain.json_path import parse_path
+
+RequestFormat = Literal["chat", "neens"]
+
+
+class _CamelRequest(RequestBody):
+    model_config = ConfigDict(
+        extra="forbid", use_attribute_docstrings=True, alias_generator=to_camel
+    )
+
+
+def _check_path(value: str | None) -> str | None:
+    if value is not None:
+        parse_path(value, field="answerPath")
+    return value
+
+
+def _check_headers(value: dict[str, str] | None) -> dict[str, str] | None:
+    for name in value or {}:
+        if not name or any(c in name for c in " \t\r\n:"):
+            raise ValueError(f"{name!r} is not a valid HTTP header name")
+    for header_value in (value or {}).values():
+        if any(c in header_value for c in "\r\n"):
+            raise ValueError("header values must not contain line breaks")
+    return value
+
+
+class ConnectionCreate(_CamelRequest):
+    name: StorableStr = Field(min_length=1, max_length=200)
+    """A name unique within the project, e.g. `support-agent-haiku`."""
+    url: HttpUrl
+    """The endpoint Neens POSTs each golden prompt to."""
+    model: StorableStr | None = Field(default=None, max_length=500)
+    """The model behind the endpoint. Copied onto each run at create; null when not declared."""
+    provider: StorableStr = Field(default="agent_http", max_length=100)
+    """How Neens reaches the endpoint; `agent_http` for an HTTP agent endpoint."""
+    request_format: RequestFormat = "chat"
+    """`chat`: OpenAI-style `{"model", "messages"}`, answer at `choices[0].message.content`.
+    `neens`: `{"input", "eval_run_id", "dataset_item_id", "version_label"}`, answer at
+    `output`."""
+    answer_path: StorableStr | None = Field(default=None, max_length=500)
+    """Where the answer is in the endpoint's JSON reply, e.g. `data.answer`; overrides the
+    format's default."""
+    headers: dict[str, StorableStr] = Field(default_factory=dict)
+    """Headers sent with each call (e.g. an API key). Stored, never returned."""
+
+    _path = field_validator("answer_path")(_check_path)
+    _headers = field_validator("headers")(_check_headers)
+
+
+class ConnectionUpdate(_CamelRequest):
+    """Fields to change; runs already created keep the model they copied."""
+
+    name: StorableStr | None = Field(default=None, min_length=1, max_length=200)
+    """A new name."""
+    url: HttpUrl | None = None
+    """A new endpoint URL."""
+    model: StorableStr | None = Field(default=None, max_length=500)
+    """A new model (affects runs created from now on)."""
+    provider: StorableStr | None = Field(default=None, max_length=100)
+    """A new provider."""
+    request_format: RequestFormat | None = None
+    """A new request format."""
+    answer_path: StorableStr | None = Field(default=None, max_length=500)
+    """A new answer path."""
+    headers: dict[str, StorableStr] | None = None
+    """Replaces all headers."""
+
+    _path = field_validator("answer_path")(_check_path)
+    _headers = field_validator("headers")(_check_headers)
+
+
+class ConnectionOut(ResponseBody):
+    id: str = Field(description="Connection id, `conn_…`.")
+    name: str = Field(description="Name, unique within the project.")
+    url: str = Field(description="The endpoint Neens calls.")
+    model: str | None = Field(description="The declared model, or null.")
+    provider: str = Field(description="How Neens reaches the endpoint (`agent_http`).")
+    request_format: RequestFormat = Field(description="`chat` or `neens`.")
+    answer_path: str | None = Field(description="Where the answer is read, or null for default.")
+    header_names: list[str] = Field(description="Names of the stored headers; values are secret.")
+    created_at: datetime = Field(description="When the connection was created (UTC).")
+    updated_at: datetime = Field(description="When it was last changed (UTC).")
+
+
+class ConnectionList(ResponseBody):
+    agent_connections: list[ConnectionOut] = Field(description="Connections, oldest first.")

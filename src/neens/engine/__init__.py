@@ -1,0 +1,1 @@
+"""What does the work: calling agent endpoints, running judges, scoring, baselines, roll-ups."""

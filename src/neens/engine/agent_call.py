@@ -1,0 +1,157 @@
+"""Calling an agent endpoint once for one golden prompt, with every guardrail of push mode.
+
+Each call is bounded: the prompt is truncated at 200,000 characters, the whole exchange must
+finish within the timeout (60 s by default, enforced end to end, not per socket read, so a
+server that drips bytes cannot hold an item forever), and the response body is read only up to
+8 MiB. Every failure becomes an `AgentCallFailed` with a reason a person can act on; nothing is
+ever invented in place of an answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from neens.domain.conventions import token_count
+from neens.domain.json_path import extract, parse_path
+
+MAX_PROMPT_CHARS = 200_000
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+DEFAULT_ANSWER_PATHS = {"chat": "choices[0].message.content", "neens": "output"}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEndpoint:
+    url: str
+    request_format: str
+    """"chat" (OpenAI-style messages) or "neens" (input plus the correlation ids)."""
+    answer_path: str | None
+    headers: dict[str, str]
+    model: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReply:
+    answer: str
+    prompt_sent: str
+    model: str | None
+    """The model the reply says served it, when it says."""
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_ms: float
+
+
+class AgentCallFailed(Exception):
+    """The call produced no usable answer; `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def request_body(
+    endpoint: AgentEndpoint, prompt: str, *, run_id: str, item_id: str, version_label: str
+) -> dict[str, Any]:
+    if endpoint.request_format == "chat":
+        body: dict[str, Any] = {"messages": [{"role": "user", "content": prompt}]}
+        if endpoint.model is not None:
+            body = {"model": endpoint.model, **body}
+        return body
+    return {
+        "input": prompt,
+        "eval_run_id": run_id,
+        "dataset_item_id": item_id,
+        "version_label": version_label,
+    }
+
+
+async def call_agent(
+    client: httpx.AsyncClient,
+    endpoint: AgentEndpoint,
+    prompt: str,
+    *,
+    run_id: str,
+    item_id: str,
+    version_label: str,
+    timeout_s: float = 60.0,
+) -> AgentReply:
+    """POST the prompt and read the answer, or raise AgentCallFailed."""
+    sent = prompt[:MAX_PROMPT_CHARS]
+    body = request_body(endpoint, sent, run_id=run_id, item_id=item_id, version_label=version_label)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        async with asyncio.timeout(timeout_s):
+            status, raw = await _post(client, endpoint, body)
+    except TimeoutError:
+        raise AgentCallFailed(f"no complete answer within {timeout_s:g} s (timeout)") from None
+    except httpx.TransportError as exc:
+        raise AgentCallFailed(f"could not reach {endpoint.url}: {_describe(exc)}") from None
+    latency_ms = (loop.time() - started) * 1000
+    if not 200 <= status < 300:
+        snippet = raw[:200].decode("utf-8", errors="replace")
+        raise AgentCallFailed(f"endpoint answered HTTP {status}: {snippet}".rstrip(": "))
+    if not raw.strip():
+        raise AgentCallFailed("endpoint answered with an empty body")
+    try:
+        document = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AgentCallFailed(f"endpoint did not answer JSON: {exc}") from None
+    path_text = endpoint.answer_path or DEFAULT_ANSWER_PATHS[endpoint.request_format]
+    found, answer = extract(document, parse_path(path_text))
+    if not found or answer is None:
+        raise AgentCallFailed(f"no answer at {path_text!r} in the endpoint's reply")
+    if not isinstance(answer, str):
+        raise AgentCallFailed(
+            f"the answer at {path_text!r} is {type(answer).__name__}, not a string"
+        )
+    input_tokens, output_tokens = _usage(document)
+    model = document.get("model") if isinstance(document, dict) else None
+    return AgentReply(
+        answer=answer,
+        prompt_sent=sent,
+        model=model if isinstance(model, str) and model else None,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        latency_ms=latency_ms,
+    )
+
+
+async def _post(
+    client: httpx.AsyncClient, endpoint: AgentEndpoint, body: dict[str, Any]
+) -> tuple[int, bytes]:
+    async with client.stream("POST", endpoint.url, json=body, headers=endpoint.headers) as reply:
+        declared = reply.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+            raise AgentCallFailed(_too_large(int(declared)))
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in reply.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise AgentCallFailed(_too_large(size))
+            chunks.append(chunk)
+        return reply.status_code, b"".join(chunks)
+
+
+def _too_large(size: int) -> str:
+    return f"response is larger than the 8 MiB cap (at least {size:,} bytes)"
+
+
+def _usage(document: Any) -> tuple[int | None, int | None]:
+    """Token usage when the reply carries it (OpenAI `usage` or the neens format's)."""
+    usage = document.get("usage") if isinstance(document, dict) else None
+    if not isinstance(usage, dict):
+        return None, None
+    prompt = usage.get("prompt_tokens", usage.get("input_tokens"))
+    completion = usage.get("completion_tokens", usage.get("output_tokens"))
+    return token_count(prompt), token_count(completion)
+
+
+def _describe(exc: httpx.TransportError) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0]

@@ -1,0 +1,101 @@
+"""Storing incoming spans with group commit, then linking tagged traces to pre-prod runs.
+
+Concurrent ingest requests are written together: whichever requests are waiting when the writer
+is free go into one transaction. Each request still gets its answer only after its spans are
+committed (the acknowledgement stays durable), but a database that takes one writer at a time
+pays for one transaction per batch instead of one per request. If a batch fails, its requests
+are retried one by one, so a request that cannot be stored fails alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from neens.domain.sessions import SessionSummary
+from neens.engine.linking import link_traces
+from neens.ingest.records import SpanRecord
+from neens.store.db import Database
+from neens.store.sessions import SpanBatch, write_span_batches
+
+log = logging.getLogger("neens.ingest")
+
+MAX_GROUP = 64
+"""Requests committed together at most."""
+
+_Waiter = tuple[SpanBatch, "asyncio.Future[dict[str, SessionSummary]]"]
+
+
+class SpanWriter:
+    """The group-commit writer; `start()` it in the server's lifespan, `stop()` on shutdown."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._queue: asyncio.Queue[_Waiter] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="neens-span-writer")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def write(
+        self, project_id: str, spans: list[SpanRecord], source: str
+    ) -> dict[str, SessionSummary]:
+        batch = SpanBatch(project_id, spans, source)
+        if self._task is None:
+            return (await write_span_batches(self.db, [batch]))[0]
+        future: asyncio.Future[dict[str, SessionSummary]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        await self._queue.put((batch, future))
+        return await future
+
+    async def _run(self) -> None:
+        while True:
+            group = [await self._queue.get()]
+            while len(group) < MAX_GROUP and not self._queue.empty():
+                group.append(self._queue.get_nowait())
+            try:
+                await self._commit(group)
+            except asyncio.CancelledError:
+                for _, future in group:
+                    if not future.done():
+                        future.cancel()
+                raise
+
+    async def _commit(self, group: list[_Waiter]) -> None:
+        try:
+            results = await write_span_batches(self.db, [batch for batch, _ in group])
+        except Exception as exc:
+            if len(group) == 1:
+                _settle(group[0][1], exc)
+                return
+            log.warning("a group of %d ingest requests failed; retrying one by one", len(group))
+            for waiter in group:
+                await self._commit([waiter])
+            return
+        for (_, future), result in zip(group, results, strict=True):
+            if not future.done():
+                future.set_result(result)
+
+
+def _settle(future: asyncio.Future[dict[str, SessionSummary]], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+async def ingest_spans(
+    writer: SpanWriter, project_id: str, spans: list[SpanRecord], source: str
+) -> bool:
+    """Store spans, then link tagged traces. True when a link dispatched scoring."""
+    summaries = await writer.write(project_id, spans, source)
+    if not any(summary.eval_run_id for summary in summaries.values()):
+        return False
+    return await link_traces(writer.db, project_id, summaries)

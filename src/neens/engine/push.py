@@ -1,0 +1,261 @@
+"""Push mode: Neens calls the agent endpoint once per frozen prompt and records each answer.
+
+The job re-derives what is left from table state — it calls only items still `pending` — so a
+server that stops mid-run resumes where it was (an item whose call was in flight is called
+again). Each answer becomes a session (trace id `<run id>:<item id>`, so a repeated call merges
+into the same session rather than making a second one) and is linked to its item. One endpoint
+failure costs one item, recorded with its reason; when every item failed the run is `failed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import httpx
+from sqlalchemy import func, select, update
+
+from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, call_agent
+from neens.ingest.records import SpanRecord
+from neens.queue.worker import JobContext
+from neens.store.db import Database
+from neens.store.models import AgentConnection, PreprodItem, PreprodRun, TraceSession
+from neens.store.runs import dispatch_scoring_once, mark_item_error
+from neens.store.sessions import write_spans
+from neens.store.types import utcnow
+
+
+def push_trace_id(run_id: str, item_id: str) -> str:
+    return f"{run_id}:{item_id}"
+
+
+def reply_spans(
+    run: PreprodRun, item_id: str, prompt: str, reply: AgentReply, agent_name: str
+) -> list[SpanRecord]:
+    """The session recorded for one answer: an agent span, and an LLM span when usage came back.
+
+    The LLM span carries the run's frozen model (or the model the reply names), so the session is
+    priced like any other; without usage in the reply there is no LLM span and no cost claim.
+    """
+    trace_id = push_trace_id(run.id, item_id)
+    ended = utcnow()
+    started = ended - timedelta(milliseconds=reply.latency_ms)
+    correlation = {
+        "neens.eval_run_id": run.id,
+        "neens.dataset_item_id": item_id,
+        "neens.version_label": run.version_label,
+    }
+    root = SpanRecord(
+        trace_id=trace_id,
+        span_id="agent",
+        parent_span_id=None,
+        name="agent.call",
+        kind="agent",
+        start_time=started,
+        end_time=ended,
+        status_code="ok",
+        status_message=None,
+        attributes={**correlation, "neens.agent_connection_id": run.agent_connection_id},
+        input=prompt,
+        output=reply.answer,
+        agent_name=agent_name,
+    )
+    spans = [root]
+    model = reply.model or run.model
+    if reply.input_tokens is not None or reply.output_tokens is not None:
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat"}
+        if model is not None:
+            attributes["gen_ai.request.model"] = model
+        if reply.input_tokens is not None:
+            attributes["gen_ai.usage.input_tokens"] = reply.input_tokens
+        if reply.output_tokens is not None:
+            attributes["gen_ai.usage.output_tokens"] = reply.output_tokens
+        spans.append(
+            SpanRecord(
+                trace_id=trace_id,
+                span_id="llm",
+                parent_span_id="agent",
+                name="chat",
+                kind="llm",
+                start_time=started,
+                end_time=ended,
+                status_code="ok",
+                status_message=None,
+                attributes=attributes,
+            )
+        )
+    return spans
+
+
+async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
+    """Job `preprod.push`: call every pending item of the run, then finish or dispatch scoring."""
+    db = ctx.db
+    run_id = str(payload["run_id"])
+    async with db.read() as s:
+        run = await s.get(PreprodRun, run_id)
+        connection = (
+            await s.get(AgentConnection, run.agent_connection_id)
+            if run is not None and run.agent_connection_id
+            else None
+        )
+        if run is None or run.status != "running":
+            return
+        pending = list(
+            (
+                await s.execute(
+                    select(PreprodItem.item_id, PreprodItem.input)
+                    .where(PreprodItem.run_id == run_id, PreprodItem.status == "pending")
+                    .order_by(PreprodItem.position)
+                )
+            ).all()
+        )
+    if connection is None:
+        await _fail_run(db, run_id, "the run's agent connection no longer exists")
+        return
+    endpoint = AgentEndpoint(
+        url=connection.url,
+        request_format=connection.request_format,
+        answer_path=connection.answer_path,
+        headers=dict(connection.headers),
+        # The model sent is the one frozen on the run, never the connection's current one.
+        model=run.model,
+    )
+    client: httpx.AsyncClient = ctx.services["http"]
+    settings = ctx.services["settings"]
+    slots = asyncio.Semaphore(settings.push_concurrency)
+    outcomes: asyncio.Queue[_Outcome | None] = asyncio.Queue()
+
+    async def one(item_id: str, prompt: str) -> None:
+        async with slots:
+            if await _cancelled(db, run_id):
+                return
+            try:
+                reply: AgentReply | str = await call_agent(
+                    client,
+                    endpoint,
+                    prompt,
+                    run_id=run_id,
+                    item_id=item_id,
+                    version_label=run.version_label,
+                    timeout_s=settings.push_timeout_s,
+                )
+            except AgentCallFailed as failure:
+                reply = failure.reason
+            await outcomes.put(_Outcome(item_id, prompt, reply))
+
+    writer = asyncio.create_task(_write_outcomes(db, run, connection.name, outcomes))
+    try:
+        await asyncio.gather(*(one(item_id, prompt) for item_id, prompt in pending))
+    finally:
+        await outcomes.put(None)
+        await writer
+    await _finish_calls(db, run_id)
+    ctx.notify()
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    item_id: str
+    prompt: str
+    reply: AgentReply | str
+    """The answer, or the reason there is none."""
+
+
+WRITE_BATCH = 64
+"""Answers stored per transaction: calls run in parallel, but a database (SQLite above all)
+takes one writer at a time, so answers are written in batches rather than one by one."""
+
+
+async def _write_outcomes(
+    db: Database, run: PreprodRun, agent_name: str, outcomes: asyncio.Queue[_Outcome | None]
+) -> None:
+    done = False
+    while not done:
+        batch = [await outcomes.get()]
+        while len(batch) < WRITE_BATCH and not outcomes.empty():
+            batch.append(outcomes.get_nowait())
+        if batch[-1] is None:
+            done = True
+        ready = [o for o in batch if o is not None]
+        if ready:
+            await _store_batch(db, run, agent_name, ready)
+
+
+async def _store_batch(
+    db: Database, run: PreprodRun, agent_name: str, batch: list[_Outcome]
+) -> None:
+    answered = [o for o in batch if isinstance(o.reply, AgentReply)]
+    spans = [
+        span
+        for o in answered
+        if isinstance(o.reply, AgentReply)
+        for span in reply_spans(run, o.item_id, o.prompt, o.reply, agent_name)
+    ]
+    if spans:
+        await write_spans(db, run.project_id, spans, source="push")
+    async with db.write() as s:
+        for o in batch:
+            if isinstance(o.reply, str):
+                await mark_item_error(s, run.id, o.item_id, o.reply)
+        if answered:
+            trace_ids = {push_trace_id(run.id, o.item_id): o.item_id for o in answered}
+            rows = await s.execute(
+                select(TraceSession.pk, TraceSession.trace_id).where(
+                    TraceSession.project_id == run.project_id,
+                    TraceSession.trace_id.in_(list(trace_ids)),
+                )
+            )
+            now = utcnow()
+            for session_pk, trace_id in rows.all():
+                await s.execute(
+                    update(PreprodItem)
+                    .where(
+                        PreprodItem.run_id == run.id,
+                        PreprodItem.item_id == trace_ids[trace_id],
+                        PreprodItem.status == "pending",
+                    )
+                    .values(status="captured", session_pk=session_pk, captured_at=now)
+                )
+
+
+async def _cancelled(db: Database, run_id: str) -> bool:
+    async with db.read() as s:
+        return await s.scalar(select(PreprodRun.status).where(PreprodRun.id == run_id)) != (
+            "running"
+        )
+
+
+async def _finish_calls(db: Database, run_id: str) -> None:
+    """After the calls: fail the run when nothing was captured, else dispatch scoring."""
+    async with db.write() as s:
+        run = await s.scalar(select(PreprodRun).where(PreprodRun.id == run_id).with_for_update())
+        if run is None or run.status != "running":
+            return
+        counts = dict(
+            (
+                await s.execute(
+                    select(PreprodItem.status, func.count())
+                    .where(PreprodItem.run_id == run_id)
+                    .group_by(PreprodItem.status)
+                )
+            ).all()
+        )
+        if counts.get("pending"):
+            return  # cancelled part-way, or another worker still calling
+        if not counts.get("captured") and not counts.get("scored"):
+            run.status = "failed"
+            run.error = "every item failed: the agent endpoint produced no answer (see items)"
+            run.completed_at = utcnow()
+            return
+        await dispatch_scoring_once(s, run_id)
+
+
+async def _fail_run(db: Database, run_id: str, error: str) -> None:
+    async with db.write() as s:
+        await s.execute(
+            update(PreprodRun)
+            .where(PreprodRun.id == run_id, PreprodRun.status == "running")
+            .values(status="failed", error=error, completed_at=utcnow())
+        )

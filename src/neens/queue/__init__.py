@@ -1,0 +1,1 @@
+"""Job dispatch: a jobs table claimed with leases, worked by in-process or `neens worker` loops."""

@@ -1,0 +1,331 @@
+"""Pre-prod runs and their frozen items: create (with the snapshot), read, cancel, capture.
+
+A run copies everything that defines it when it is created — the dataset version's items, the
+connection's model and provider, the judge set, the baseline and the gate — and never re-reads
+them, so a run means the same thing after the dataset or the connection is edited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, literal, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from neens.errors import Conflict, NotFound, Unprocessable
+from neens.queue.jobs import enqueue
+from neens.store.db import Database
+from neens.store.ids import new_id
+from neens.store.models import (
+    AgentConnection,
+    Dataset,
+    DatasetItem,
+    DatasetVersion,
+    GoldenMark,
+    PreprodItem,
+    PreprodRun,
+    TraceSession,
+)
+from neens.store.types import utcnow
+
+TERMINAL = ("completed", "completed_with_regressions", "failed", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    name: str
+    dataset_id: str
+    dataset_version_id: str | None
+    version_label: str
+    runner_mode: str
+    agent_connection_id: str | None
+    judge_ids: list[str]
+    baseline: dict[str, Any] | None
+    gate: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    id: str
+    name: str
+    dataset_id: str
+    dataset_version_id: str
+    version_label: str
+    runner_mode: str
+    agent_connection_id: str | None
+    model: str | None
+    model_provider: str | None
+    judge_ids: list[str]
+    baseline: dict[str, Any] | None
+    gate: dict[str, Any]
+    status: str
+    error: str | None
+    item_count: int
+    counts: dict[str, int]
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunItem:
+    item_id: str
+    position: int
+    input: str
+    expected_output: str | None
+    status: str
+    session_id: str | None
+    error: str | None
+    score: float | None
+    passed: bool | None
+    baseline_passed: bool | None
+
+
+async def _golden_version(s: AsyncSession, dataset_id: str) -> str | None:
+    return await s.scalar(
+        select(GoldenMark.version_id)
+        .where(GoldenMark.dataset_id == dataset_id)
+        .order_by(GoldenMark.id.desc())
+        .limit(1)
+    )
+
+
+async def create_run(db: Database, project_id: str, new: NewRun) -> str:
+    """Validate references, freeze the item set and the connection's model; return the run id."""
+    async with db.write() as s:
+        dataset = await s.scalar(
+            select(Dataset).where(Dataset.id == new.dataset_id, Dataset.project_id == project_id)
+        )
+        if dataset is None:
+            raise NotFound(f"no dataset {new.dataset_id!r} in this project", field="dataset_id")
+        version_id = new.dataset_version_id
+        if version_id is None:
+            version_id = await _golden_version(s, dataset.id)
+            if version_id is None:
+                raise Unprocessable(
+                    f"dataset {dataset.id} has no golden version: mark one golden "
+                    f"(POST /datasets/{dataset.id}/versions/<id>/golden) or pin "
+                    "dataset_version_id",
+                    field="dataset_id",
+                )
+        else:
+            exists = await s.scalar(
+                select(DatasetVersion.id).where(
+                    DatasetVersion.id == version_id, DatasetVersion.dataset_id == dataset.id
+                )
+            )
+            if exists is None:
+                raise NotFound(
+                    f"no version {version_id!r} in dataset {dataset.id}",
+                    field="dataset_version_id",
+                )
+
+        model: str | None = None
+        provider: str | None = None
+        if new.agent_connection_id is not None:
+            connection = await s.scalar(
+                select(AgentConnection).where(
+                    AgentConnection.id == new.agent_connection_id,
+                    AgentConnection.project_id == project_id,
+                )
+            )
+            if connection is None:
+                raise NotFound(
+                    f"no agent connection {new.agent_connection_id!r} in this project",
+                    field="agent_connection_id",
+                )
+            model, provider = connection.model, connection.provider
+
+        if new.baseline is not None and new.baseline.get("kind") == "preprod_run":
+            prior = await s.scalar(
+                select(PreprodRun).where(
+                    PreprodRun.id == new.baseline["value"], PreprodRun.project_id == project_id
+                )
+            )
+            if prior is None:
+                raise NotFound(
+                    f"no pre-prod run {new.baseline['value']!r} in this project",
+                    field="baseline.value",
+                )
+            if prior.dataset_version_id != version_id:
+                raise Unprocessable(
+                    f"baseline run {prior.id} replayed dataset version {prior.dataset_version_id}, "
+                    f"this run replays {version_id}: a baseline must use the same golden version",
+                    field="baseline.value",
+                )
+
+        run_id = new_id("ppr_")
+        now = utcnow()
+        pushing = new.runner_mode == "push"
+        item_count = await s.scalar(
+            select(func.count()).where(DatasetItem.version_id == version_id)
+        )
+        s.add(
+            PreprodRun(
+                id=run_id,
+                project_id=project_id,
+                name=new.name,
+                dataset_id=dataset.id,
+                dataset_version_id=version_id,
+                version_label=new.version_label,
+                runner_mode=new.runner_mode,
+                agent_connection_id=new.agent_connection_id,
+                model=model,
+                model_provider=provider,
+                judge_ids=list(new.judge_ids),
+                baseline=new.baseline,
+                gate=new.gate,
+                status="running" if pushing else "awaiting_traces",
+                item_count=item_count or 0,
+                created_at=now,
+                started_at=now if pushing else None,
+            )
+        )
+        await s.flush()
+        await s.execute(
+            insert(PreprodItem).from_select(
+                ["run_id", "item_id", "position", "input", "expected_output", "status"],
+                select(
+                    literal(run_id),
+                    DatasetItem.id,
+                    DatasetItem.position,
+                    DatasetItem.input,
+                    DatasetItem.expected_output,
+                    literal("pending"),
+                ).where(DatasetItem.version_id == version_id),
+            )
+        )
+        if pushing:
+            await enqueue(s, "preprod.push", {"run_id": run_id}, dedupe_key=f"push:{run_id}")
+    return run_id
+
+
+def _run_query(project_id: str) -> Any:
+    return select(PreprodRun).where(PreprodRun.project_id == project_id)
+
+
+async def _counts(s: AsyncSession, run_ids: list[str]) -> dict[str, dict[str, int]]:
+    rows = await s.execute(
+        select(PreprodItem.run_id, PreprodItem.status, func.count())
+        .where(PreprodItem.run_id.in_(run_ids))
+        .group_by(PreprodItem.run_id, PreprodItem.status)
+    )
+    counts: dict[str, dict[str, int]] = {
+        r: {"pending": 0, "captured": 0, "scored": 0, "error": 0} for r in run_ids
+    }
+    for run_id, status, count in rows.all():
+        counts[run_id][status] = count
+    return counts
+
+
+def _info(row: PreprodRun, counts: dict[str, int]) -> RunInfo:
+    return RunInfo(
+        row.id,
+        row.name,
+        row.dataset_id,
+        row.dataset_version_id,
+        row.version_label,
+        row.runner_mode,
+        row.agent_connection_id,
+        row.model,
+        row.model_provider,
+        list(row.judge_ids),
+        row.baseline,
+        dict(row.gate),
+        row.status,
+        row.error,
+        row.item_count,
+        counts,
+        row.created_at,
+        row.started_at,
+        row.completed_at,
+    )
+
+
+async def get_run(db: Database, project_id: str, run_id: str) -> RunInfo:
+    async with db.read() as s:
+        row = await s.scalar(_run_query(project_id).where(PreprodRun.id == run_id))
+        if row is None:
+            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        return _info(row, (await _counts(s, [row.id]))[row.id])
+
+
+async def list_runs(
+    db: Database, project_id: str, *, limit: int, dataset_id: str | None = None
+) -> list[RunInfo]:
+    query = _run_query(project_id).order_by(PreprodRun.created_at.desc(), PreprodRun.id)
+    if dataset_id is not None:
+        query = query.where(PreprodRun.dataset_id == dataset_id)
+    async with db.read() as s:
+        rows = list(await s.scalars(query.limit(limit)))
+        counts = await _counts(s, [r.id for r in rows])
+        return [_info(r, counts[r.id]) for r in rows]
+
+
+async def list_items(db: Database, project_id: str, run_id: str) -> list[RunItem]:
+    async with db.read() as s:
+        exists = await s.scalar(_run_query(project_id).where(PreprodRun.id == run_id))
+        if exists is None:
+            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        rows = await s.execute(
+            select(PreprodItem, TraceSession.trace_id)
+            .outerjoin(TraceSession, TraceSession.pk == PreprodItem.session_pk)
+            .where(PreprodItem.run_id == run_id)
+            .order_by(PreprodItem.position)
+        )
+        return [
+            RunItem(
+                i.item_id,
+                i.position,
+                i.input,
+                i.expected_output,
+                i.status,
+                trace_id,
+                i.error,
+                i.score,
+                i.passed,
+                i.baseline_passed,
+            )
+            for i, trace_id in rows.all()
+        ]
+
+
+async def cancel_run(db: Database, project_id: str, run_id: str) -> None:
+    """Cancel an unfinished run. Cancelled is terminal: no trace links to it afterwards."""
+    async with db.write() as s:
+        row = await s.scalar(
+            _run_query(project_id).where(PreprodRun.id == run_id).with_for_update()
+        )
+        if row is None:
+            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        if row.status in TERMINAL:
+            raise Conflict(f"run {run_id} is already {row.status}", field="run_id")
+        row.status = "cancelled"
+        row.completed_at = utcnow()
+
+
+async def mark_item_error(s: AsyncSession, run_id: str, item_id: str, error: str) -> None:
+    await s.execute(
+        update(PreprodItem)
+        .where(PreprodItem.run_id == run_id, PreprodItem.item_id == item_id)
+        .values(status="error", error=error)
+    )
+
+
+async def dispatch_scoring_once(s: AsyncSession, run_id: str) -> bool:
+    """Stamp the run's scoring dispatch and enqueue the job, unless it was done already.
+
+    The conditional UPDATE is the guard: of two transactions capturing the last items at the
+    same moment, only one sees the stamp unset.
+    """
+    result = await s.execute(
+        update(PreprodRun)
+        .where(PreprodRun.id == run_id, PreprodRun.scoring_dispatched_at.is_(None))
+        .values(scoring_dispatched_at=utcnow())
+    )
+    if getattr(result, "rowcount", 0) != 1:
+        return False
+    await enqueue(s, "preprod.score", {"run_id": run_id}, dedupe_key=f"score:{run_id}")
+    return True
