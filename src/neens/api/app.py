@@ -18,6 +18,7 @@ from neens.api.routers import (
     agent_connections,
     datasets,
     health,
+    preprod_evals,
     pricing,
     sessions,
     traces,
@@ -29,7 +30,7 @@ from neens.settings import Settings
 from neens.store import migrate
 from neens.store.db import Database
 
-ROUTERS = (health, datasets, traces, sessions, pricing, agent_connections)
+ROUTERS = (health, datasets, traces, sessions, pricing, agent_connections, preprod_evals)
 
 
 def create_app(settings: Settings, *, database: Database | None = None) -> FastAPI:

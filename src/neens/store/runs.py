@@ -18,6 +18,7 @@ from neens.errors import Conflict, NotFound, Unprocessable
 from neens.queue.jobs import enqueue
 from neens.store.db import Database
 from neens.store.ids import new_id
+from neens.store.judges import resolve_run_judges
 from neens.store.models import (
     AgentConnection,
     Dataset,
@@ -41,7 +42,8 @@ class NewRun:
     version_label: str
     runner_mode: str
     agent_connection_id: str | None
-    judge_ids: list[str]
+    judge_ids: list[str] | None
+    """None: the project's Primary Score."""
     baseline: dict[str, Any] | None
     gate: dict[str, Any]
 
@@ -156,6 +158,7 @@ async def create_run(db: Database, project_id: str, new: NewRun) -> str:
                     field="baseline.value",
                 )
 
+        judge_ids = await resolve_run_judges(s, project_id, new.judge_ids)
         run_id = new_id("ppr_")
         now = utcnow()
         pushing = new.runner_mode == "push"
@@ -174,7 +177,7 @@ async def create_run(db: Database, project_id: str, new: NewRun) -> str:
                 agent_connection_id=new.agent_connection_id,
                 model=model,
                 model_provider=provider,
-                judge_ids=list(new.judge_ids),
+                judge_ids=judge_ids,
                 baseline=new.baseline,
                 gate=new.gate,
                 status="running" if pushing else "awaiting_traces",

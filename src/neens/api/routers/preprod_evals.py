@@ -1,0 +1,125 @@
+"""`/preprod-evals`: create a run, read it and its frozen items, cancel it."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query
+
+from neens.api.deps import AnyKey, DbDep, WorkerDep
+from neens.api.schemas.preprod import (
+    ItemCounts,
+    PreprodCreate,
+    PreprodItemList,
+    PreprodItemOut,
+    PreprodList,
+    PreprodOut,
+)
+from neens.domain.gate import parse_gate_policy
+from neens.errors import Unprocessable
+from neens.store import runs as store
+
+router = APIRouter(prefix="/preprod-evals", tags=["preprod-evals"])
+
+
+def run_out(info: store.RunInfo) -> PreprodOut:
+    return PreprodOut(
+        id=info.id,
+        name=info.name,
+        dataset_id=info.dataset_id,
+        dataset_version_id=info.dataset_version_id,
+        version_label=info.version_label,
+        runner_mode=info.runner_mode,
+        agent_connection_id=info.agent_connection_id,
+        model=info.model,
+        model_provider=info.model_provider,
+        judge_deployment_ids=info.judge_ids,
+        baseline=info.baseline,
+        gate=info.gate,
+        status=info.status,
+        error=info.error,
+        item_count=info.item_count,
+        counts=ItemCounts(**info.counts),
+        created_at=info.created_at,
+        started_at=info.started_at,
+        completed_at=info.completed_at,
+    )
+
+
+@router.post("", status_code=201, operation_id="preprod_evals-create")
+async def create_run(
+    body: PreprodCreate, principal: AnyKey, db: DbDep, worker: WorkerDep
+) -> PreprodOut:
+    """Create a run: freeze the golden items, the connection's model and the judges."""
+    if body.runner_mode == "push" and body.agent_connection_id is None:
+        raise Unprocessable(
+            "runner_mode push needs agent_connection_id: the endpoint Neens calls",
+            field="agent_connection_id",
+        )
+    if body.runner_mode == "runner" and body.agent_connection_id is not None:
+        raise Unprocessable(
+            "agent_connection_id is for runner_mode push; in runner mode you run the agent",
+            field="agent_connection_id",
+        )
+    gate = parse_gate_policy(body.gate if body.gate is not None else {})
+    run_id = await store.create_run(
+        db,
+        principal.project_id,
+        store.NewRun(
+            name=body.name or body.version_label,
+            dataset_id=body.dataset_id,
+            dataset_version_id=body.dataset_version_id,
+            version_label=body.version_label,
+            runner_mode=body.runner_mode,
+            agent_connection_id=body.agent_connection_id,
+            judge_ids=body.judge_deployment_ids,
+            baseline=body.baseline.model_dump() if body.baseline else None,
+            gate=gate.to_dict(),
+        ),
+    )
+    worker.notify()
+    return run_out(await store.get_run(db, principal.project_id, run_id))
+
+
+@router.get("", operation_id="preprod_evals-list")
+async def list_runs(
+    principal: AnyKey,
+    db: DbDep,
+    dataset_id: str | None = Query(default=None, description="Only runs of this dataset."),
+    limit: int = Query(default=50, ge=1, le=500, description="Runs to return."),
+) -> PreprodList:
+    infos = await store.list_runs(db, principal.project_id, limit=limit, dataset_id=dataset_id)
+    return PreprodList(runs=[run_out(i) for i in infos])
+
+
+@router.get("/{run_id}", operation_id="preprod_evals-get")
+async def get_run(run_id: str, principal: AnyKey, db: DbDep) -> PreprodOut:
+    return run_out(await store.get_run(db, principal.project_id, run_id))
+
+
+@router.get("/{run_id}/items", operation_id="preprod_evals-items")
+async def list_items(run_id: str, principal: AnyKey, db: DbDep) -> PreprodItemList:
+    """The frozen prompts to drive the agent with, and each one's capture and verdict."""
+    items = await store.list_items(db, principal.project_id, run_id)
+    return PreprodItemList(
+        items=[
+            PreprodItemOut(
+                item_id=i.item_id,
+                position=i.position,
+                input=i.input,
+                expected_output=i.expected_output,
+                status=i.status,
+                session_id=i.session_id,
+                score=i.score,
+                passed=i.passed,
+                baseline_passed=i.baseline_passed,
+                error=i.error,
+            )
+            for i in items
+        ]
+    )
+
+
+@router.post("/{run_id}/cancel", operation_id="preprod_evals-cancel")
+async def cancel_run(run_id: str, principal: AnyKey, db: DbDep) -> PreprodOut:
+    """Cancel an unfinished run. It accepts no traces afterwards and its gate fails."""
+    await store.cancel_run(db, principal.project_id, run_id)
+    return run_out(await store.get_run(db, principal.project_id, run_id))

@@ -1,0 +1,144 @@
+"""Bodies of the pre-prod evaluation routes. Request fields are snake_case, as the spec's curl
+examples send them; responses are camelCase, except `/items`, whose shape the spec fixes."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+
+_RANGE = re.compile(r"^([1-9][0-9]{0,3})([mhd])$")
+RANGE_UNITS = {"m": 60, "h": 3600, "d": 86400}
+MAX_RANGE_S = 366 * 86400
+
+
+class ProdWindowBaseline(RequestBody):
+    kind: Literal["prod_window"]
+    """Compare with production: sessions whose input equals an item's prompt."""
+    range: str
+    """How far back production is read: minutes, hours or days, e.g. `30m`, `24h`, `7d`."""
+
+    @field_validator("range")
+    @classmethod
+    def _check_range(cls, value: str) -> str:
+        match = _RANGE.match(value)
+        if match is None:
+            raise ValueError("range must look like 30m, 24h or 7d")
+        if int(match[1]) * RANGE_UNITS[match[2]] > MAX_RANGE_S:
+            raise ValueError("range must be at most 366 days")
+        return value
+
+
+class PreprodRunBaseline(RequestBody):
+    kind: Literal["preprod_run"]
+    """Compare with an earlier pre-prod run over the same golden version."""
+    value: str = Field(min_length=1)
+    """The earlier run's id, `ppr_…`."""
+
+
+Baseline = Annotated[ProdWindowBaseline | PreprodRunBaseline, Field(discriminator="kind")]
+
+
+class PreprodCreate(RequestBody):
+    name: StorableStr | None = Field(default=None, max_length=500)
+    """A name for the run; defaults to the version label."""
+    dataset_id: str
+    """The golden dataset, `ds_…`."""
+    dataset_version_id: str | None = None
+    """Pin a version; default: the dataset's golden version."""
+    version_label: StorableStr = Field(min_length=1, max_length=500)
+    """What is being evaluated, e.g. a git SHA or `pr-482`."""
+    runner_mode: Literal["runner", "push"] = "runner"
+    """`runner`: you run the agent and send traces. `push`: Neens calls the agent connection."""
+    agent_connection_id: str | None = None
+    """The agent endpoint to call; required for `push`."""
+    judge_deployment_ids: list[str] | None = Field(default=None, min_length=1)
+    """Judges that score the run; default: the project's Primary Score."""
+    baseline: Baseline | None = None
+    """What regressions are measured against; none: no item can regress."""
+    gate: dict[str, Any] | None = None
+    """`max_regressions`, `min_pass_rate` and the `cost` family (`max_avg_usd`,
+    `max_delta_usd`, `max_delta_pct`)."""
+
+
+class ItemCounts(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    pending: int
+    """Items not captured yet."""
+    captured: int
+    """Items with a captured session, not scored yet."""
+    scored: int
+    """Items scored."""
+    error: int
+    """Items whose invocation or scoring failed."""
+
+
+class PreprodOut(ResponseBody):
+    id: str = Field(description="Run id, `ppr_…`.")
+    name: str = Field(description="The run's name.")
+    dataset_id: str = Field(description="The dataset replayed.")
+    dataset_version_id: str = Field(description="The frozen version replayed.")
+    version_label: str = Field(description="What was evaluated.")
+    runner_mode: str = Field(description="`runner` or `push`.")
+    agent_connection_id: str | None = Field(description="The connection called (push mode).")
+    model: str | None = Field(
+        description="The connection's model, copied at create; null when nothing honest can be "
+        "recorded (Model not recorded)."
+    )
+    model_provider: str | None = Field(description="The connection's provider, e.g. agent_http.")
+    judge_deployment_ids: list[str] = Field(description="The judges scoring the run.")
+    baseline: dict[str, Any] | None = Field(description="The baseline, as given.")
+    gate: dict[str, Any] = Field(description="The stored gate policy.")
+    status: str = Field(
+        description="awaiting_traces, running, completed, completed_with_regressions, failed "
+        "or cancelled."
+    )
+    error: str | None = Field(description="Why the run failed, when it did.")
+    item_count: int = Field(description="Frozen prompts in the run.")
+    counts: ItemCounts = Field(description="Items by status.")
+    created_at: datetime = Field(description="Created (UTC).")
+    started_at: datetime | None = Field(description="First capture, or the push start (UTC).")
+    completed_at: datetime | None = Field(description="Finished or cancelled (UTC).")
+
+
+class PreprodList(ResponseBody):
+    runs: list[PreprodOut] = Field(description="Newest first.")
+
+
+class PreprodItemOut(BaseModel):
+    """One frozen prompt, in the snake_case shape the correlation contract documents."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    item_id: str
+    """The dataset item id: tag traces with it as `neens.dataset_item_id`."""
+    position: int
+    """0-based frozen order."""
+    input: str
+    """The golden prompt to run."""
+    expected_output: str | None
+    """The reference answer, or null."""
+    status: str
+    """pending, captured, scored or error."""
+    session_id: str | None
+    """The captured session (trace id), or null."""
+    score: float | None
+    """Mean of the judges' scores; null until scored."""
+    passed: bool | None
+    """Score ≥ 0.7; null until scored."""
+    baseline_passed: bool | None
+    """The baseline's verdict; null when the baseline has none."""
+    error: str | None
+    """Why the item errored."""
+
+
+class PreprodItemList(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    items: list[PreprodItemOut]
+    """The frozen prompts, in order."""
