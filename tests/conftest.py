@@ -125,7 +125,7 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, migrate_on_start=False)
+    return Settings(database_url=database_url, migrate_on_start=False, push_timeout_s=1.5)
 
 
 @pytest.fixture

@@ -18,7 +18,11 @@ from neens.api.routers import (
     agent_connections,
     datasets,
     health,
+    insights,
+    judges,
+    notification_sinks,
     preprod_evals,
+    preprod_review,
     pricing,
     sessions,
     traces,
@@ -30,7 +34,19 @@ from neens.settings import Settings
 from neens.store import migrate
 from neens.store.db import Database
 
-ROUTERS = (health, datasets, traces, sessions, pricing, agent_connections, preprod_evals)
+ROUTERS = (
+    health,
+    datasets,
+    traces,
+    sessions,
+    pricing,
+    agent_connections,
+    judges,
+    preprod_evals,
+    preprod_review,
+    insights,
+    notification_sinks,
+)
 
 
 def create_app(settings: Settings, *, database: Database | None = None) -> FastAPI:

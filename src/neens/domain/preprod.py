@@ -96,8 +96,8 @@ def cohort_stats(
     """Build a cohort's stats from per-session values, where None marks an unknown value.
 
     The three sequences describe the same sessions, one entry each, so they must be equally
-    long. A session whose agent made no LLM call genuinely cost nothing: pass 0.0 for it, not
-    None, or the cohort's average will leave it out.
+    long. A session with no recorded LLM call has an unknown cost (the agent may have called a
+    model without tracing it): pass None for it, as for an unpriced one.
     """
     if not len(costs) == len(latencies) == len(steps):
         raise ValueError(

@@ -71,6 +71,8 @@ class SpanWriter:
                 raise
 
     async def _commit(self, group: list[_Waiter]) -> None:
+        import sys, time
+        _t0 = time.perf_counter()
         try:
             results = await write_span_batches(self.db, [batch for batch, _ in group])
         except Exception as exc:
@@ -81,6 +83,7 @@ class SpanWriter:
             for waiter in group:
                 await self._commit([waiter])
             return
+        print(f"BATCH {len(group)} {1000*(time.perf_counter()-_t0):.2f}", file=sys.stderr)
         for (_, future), result in zip(group, results, strict=True):
             if not future.done():
                 future.set_result(result)

@@ -272,6 +272,9 @@ class PreprodRun(Base):
     model_provider: Mapped[str | None] = mapped_column(String(100), default=None)
     judge_ids: Mapped[list[Any]] = mapped_column(default=list)
     baseline: Mapped[dict[str, Any] | None] = mapped_column(JsonType, default=None)
+    baseline_cohort: Mapped[dict[str, Any] | None] = mapped_column(JsonType, default=None)
+    """The baseline side's averages (cost, latency, steps), stamped when the baseline is
+    resolved, so a "7d" production window keeps meaning the week the run was scored in."""
     gate: Mapped[dict[str, Any]] = mapped_column(default=dict)
     status: Mapped[str] = mapped_column(String(40))
     error: Mapped[str | None] = mapped_column(Text, default=None)

@@ -1,4 +1,4 @@
-"""platform foundation
+"""Platform foundation: companies, projects, keys, datasets, sessions, spans, model prices.
 
 Revision ID: 0001
 Revises: (none)

@@ -1,4 +1,5 @@
-"""pre-prod evaluations
+"""Pre-prod evaluations: agent connections, judges, runs, items, scores, jobs, insights and
+notification sinks.
 
 Revision ID: 0002
 Revises: 0001
@@ -253,6 +254,11 @@ def upgrade() -> None:
         ),
         sa.Column(
             "baseline",
+            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            nullable=True,
+        ),
+        sa.Column(
+            "baseline_cohort",
             sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
             nullable=True,
         ),

@@ -1,0 +1,38 @@
+"""`/notification-sinks`: webhooks insights are delivered to, with each delivery's record."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from fastapi import APIRouter
+
+from neens.api.deps import AnyKey, DbDep
+from neens.api.schemas.insights import DeliveryList, DeliveryOut, SinkCreate, SinkList, SinkOut
+from neens.store import insights as store
+
+router = APIRouter(prefix="/notification-sinks", tags=["notification-sinks"])
+
+
+@router.post("", status_code=201, operation_id="notification_sinks-create")
+async def create_sink(body: SinkCreate, principal: AnyKey, db: DbDep) -> SinkOut:
+    info = await store.create_sink(
+        db, principal.project_id, name=body.name, url=str(body.url), headers=body.headers
+    )
+    return SinkOut(**asdict(info))
+
+
+@router.get("", operation_id="notification_sinks-list")
+async def list_sinks(principal: AnyKey, db: DbDep) -> SinkList:
+    infos = await store.list_sinks(db, principal.project_id)
+    return SinkList(notification_sinks=[SinkOut(**asdict(i)) for i in infos])
+
+
+@router.get("/{sink_id}/deliveries", operation_id="notification_sinks-deliveries")
+async def list_deliveries(sink_id: str, principal: AnyKey, db: DbDep) -> DeliveryList:
+    """Every delivery to this sink: delivered, still being retried, or failed for good."""
+    infos = await store.list_deliveries(db, principal.project_id, sink_id)
+    return DeliveryList(
+        deliveries=[
+            DeliveryOut(**{k: v for k, v in asdict(i).items() if k != "sink_id"}) for i in infos
+        ]
+    )

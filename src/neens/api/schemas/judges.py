@@ -1,0 +1,111 @@
+"""Bodies of the judge routes. A judge is created with a body whose `type` picks its shape."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, HttpUrl
+from pydantic.alias_generators import to_camel
+
+from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+
+
+class _Camel(RequestBody):
+    model_config = ConfigDict(
+        extra="forbid", use_attribute_docstrings=True, alias_generator=to_camel
+    )
+
+
+class LlmEndpointIn(_Camel):
+    base_url: HttpUrl
+    """An OpenAI-compatible API base, e.g. `https://api.openai.com/v1`."""
+    model: StorableStr = Field(min_length=1, max_length=500)
+    """The judge model."""
+    api_key: StorableStr | None = None
+    """Sent as the bearer token. Stored, never returned."""
+    timeout_s: float = Field(default=60.0, gt=0, le=600)
+    """Longest one verdict may take, retries included."""
+
+
+class _JudgeCommon(_Camel):
+    name: StorableStr = Field(min_length=1, max_length=200)
+    """A name unique within the project; it names the metric in `/metrics`."""
+    enabled: bool = True
+    """Disabled judges cannot be picked for new runs."""
+    score_production: bool = False
+    """Also score production sessions as they arrive."""
+
+
+class ManagedJudgeIn(_JudgeCommon):
+    type: Literal["managed"]
+    """A built-in, offline check."""
+    check: Literal["exact_match", "contains", "regex", "json_field_match", "fuzzy_similarity"]
+    """Which check."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The check's options (see docs/judges.md)."""
+
+
+class LlmPromptJudgeIn(_JudgeCommon):
+    type: Literal["llm_prompt"]
+    """A prompt sent to an LLM, whose reply is parsed into a 0..1 score and a reason."""
+    template: StorableStr = Field(min_length=1)
+    """The prompt, with {input}, {output} and {expected_output} placeholders."""
+    endpoint: LlmEndpointIn
+    """Where the judge model is served."""
+
+
+class ComponentIn(_Camel):
+    judge_id: str
+    """A scoreable judge of the project."""
+    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    """Its weight in the mean."""
+
+
+class CompositeJudgeIn(_JudgeCommon):
+    type: Literal["composite"]
+    """The weighted mean of other judges' scores."""
+    components: list[ComponentIn] = Field(min_length=1)
+    """The judges combined."""
+
+
+class ClassifierJudgeIn(_JudgeCommon):
+    type: Literal["classifier"]
+    """Assigns one of a set of labels (no score): cannot score a run on its own."""
+    template: StorableStr = Field(min_length=1)
+    """The prompt, with {input}, {output} and {expected_output} placeholders."""
+    labels: list[StorableStr] = Field(min_length=2)
+    """The labels it may assign."""
+    endpoint: LlmEndpointIn
+    """Where the classifier model is served."""
+
+
+JudgeIn = Annotated[
+    ManagedJudgeIn | LlmPromptJudgeIn | CompositeJudgeIn | ClassifierJudgeIn,
+    Field(discriminator="type"),
+]
+
+
+class JudgeUpdate(_Camel):
+    enabled: bool | None = None
+    """Enable or disable the judge."""
+    score_production: bool | None = None
+    """Score production sessions as they arrive."""
+    components: list[ComponentIn] | None = Field(default=None, min_length=1)
+    """A composite's new components (the Primary Score included)."""
+
+
+class JudgeOut(ResponseBody):
+    id: str = Field(description="Judge id, `jdg_…`.")
+    name: str = Field(description="Name; the metric name in `/metrics`.")
+    type: str = Field(description="managed, llm_prompt, composite or classifier.")
+    config: dict[str, Any] = Field(description="The judge's settings, secrets left out.")
+    has_api_key: bool = Field(description="Whether an API key is stored for its endpoint.")
+    enabled: bool = Field(description="Whether it can be picked for new runs.")
+    score_production: bool = Field(description="Whether it scores production sessions.")
+    is_primary: bool = Field(description="Whether this is the project's Primary Score.")
+    created_at: datetime = Field(description="Created (UTC).")
+
+
+class JudgeList(ResponseBody):
+    judges: list[JudgeOut] = Field(description="Judges, oldest first.")

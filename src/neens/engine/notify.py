@@ -1,0 +1,77 @@
+"""Delivering insights to notification sinks (webhooks), with retries that never block a run.
+
+Job `notify.deliver`: POST the insight as JSON to the sink's URL. A failure (connection error,
+timeout, non-2xx) is recorded on the delivery and the job is retried with backoff; after the
+last attempt the delivery is marked `failed` and stays visible. The run that produced the
+insight finished before any of this started.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+
+from neens.queue.jobs import MAX_ATTEMPTS
+from neens.queue.worker import JobContext
+from neens.store.models import Insight, NotificationDelivery, NotificationSink
+from neens.store.types import utcnow
+
+DELIVERY_TIMEOUT_S = 10.0
+
+
+class DeliveryFailed(Exception):
+    """The sink did not accept the insight; the job is retried."""
+
+
+async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
+    db = ctx.db
+    async with db.read() as s:
+        delivery = await s.get(NotificationDelivery, int(payload["delivery"]))
+        if delivery is None or delivery.status != "pending":
+            return
+        sink = await s.get(NotificationSink, delivery.sink_id)
+        insight = await s.get(Insight, delivery.insight_id)
+    if sink is None or insight is None:
+        return
+    body = {
+        "insight": {
+            "id": insight.id,
+            "kind": insight.kind,
+            "title": insight.title,
+            "runId": insight.run_id,
+            "details": insight.details,
+            "createdAt": insight.created_at.isoformat(),
+        }
+    }
+    client: httpx.AsyncClient = ctx.services["http"]
+    status_code: int | None = None
+    error: str | None = None
+    try:
+        reply = await client.post(
+            sink.url, json=body, headers=dict(sink.headers), timeout=DELIVERY_TIMEOUT_S
+        )
+        status_code = reply.status_code
+        if not reply.is_success:
+            error = f"sink answered HTTP {reply.status_code}"
+    except httpx.HTTPError as exc:
+        error = f"{type(exc).__name__}: {exc}".strip(": ")
+    async with db.write() as s:
+        row = await s.scalar(
+            select(NotificationDelivery)
+            .where(NotificationDelivery.pk == delivery.pk)
+            .with_for_update()
+        )
+        assert row is not None
+        row.attempts += 1
+        row.last_status_code = status_code
+        row.last_error = error
+        if error is None:
+            row.status = "delivered"
+            row.delivered_at = utcnow()
+        elif row.attempts >= MAX_ATTEMPTS:
+            row.status = "failed"
+        attempts, status = row.attempts, row.status
+    if error is not None and status == "pending":
+        raise DeliveryFailed(f"attempt {attempts} of {MAX_ATTEMPTS}: {error}")

@@ -1,0 +1,289 @@
+"""Scoring a pre-prod run: every judge on every captured session, then the baseline and status.
+
+Job `preprod.score`, dispatched once per run when its last item is captured. It is safe to run
+again after a crash: items already scored are skipped, and an item's scores are replaced, not
+added to, when it is scored again.
+
+For each captured item, each judge on the run scores the session (case: the frozen prompt, the
+session's final output, the expected output). Scores are stored with `source: preprod`, next to
+the prompt and raw reply behind them. The item's score is the mean of the run's judges' scores
+(components of a composite are stored too, for per-metric floors, but do not count twice); it
+passes at 0.7 or above. An item whose judges all failed to score is `error`, with their reasons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import timedelta
+from statistics import fmean
+from typing import Any
+
+from sqlalchemy import delete, select, update
+
+from neens.domain.judges import JudgeCase, Verdict, passes
+from neens.domain.preprod import ItemOutcome, candidate_verdict, cohort_stats
+from neens.engine.judging import CaseJudge
+from neens.queue.worker import JobContext
+from neens.store.db import Database
+from neens.store.insights import add_insight
+from neens.store.judges import judges_by_id
+from neens.store.models import Judge, PreprodItem, PreprodRun, Score, TraceSession
+from neens.store.types import utcnow
+
+SCORING_CONCURRENCY = 8
+"""Items judged at once: LLM judges are network-bound, built-in ones are instant."""
+PASS_LABELS = frozenset({"pass", "passed"})
+FAIL_LABELS = frozenset({"fail", "failed"})
+
+
+async def score_run(ctx: JobContext, payload: dict[str, Any]) -> None:
+    db = ctx.db
+    run_id = str(payload["run_id"])
+    async with db.read() as s:
+        run = await s.get(PreprodRun, run_id)
+        if run is None or run.status != "running":
+            return
+        judges = await judges_by_id(s, run.project_id, list(run.judge_ids))
+        rows = (
+            await s.execute(
+                select(PreprodItem, TraceSession.output, TraceSession.pk)
+                .join(TraceSession, TraceSession.pk == PreprodItem.session_pk)
+                .where(PreprodItem.run_id == run_id, PreprodItem.status == "captured")
+                .order_by(PreprodItem.position)
+            )
+        ).all()
+    slots = asyncio.Semaphore(SCORING_CONCURRENCY)
+
+    async def one(item: PreprodItem, output: str | None, session_pk: int) -> None:
+        async with slots:
+            case = JudgeCase(input=item.input, output=output, expected_output=item.expected_output)
+            judge = CaseJudge(judges, case)
+            top = [(judge_id, await judge.verdict(judge_id)) for judge_id in run.judge_ids]
+            await _store_item(db, run, item.item_id, session_pk, judge.verdicts, top)
+
+    await asyncio.gather(*(one(item, output, pk) for item, output, pk in rows))
+    await finish_run(db, run_id)
+    ctx.notify()
+
+
+async def _store_item(
+    db: Database,
+    run: PreprodRun,
+    item_id: str,
+    session_pk: int,
+    verdicts: dict[str, Verdict],
+    top: list[tuple[str, Verdict]],
+) -> None:
+    scored = [v.score for _, v in top if v.score is not None]
+    async with db.write() as s:
+        names = dict(
+            (await s.execute(select(Judge.id, Judge.name).where(Judge.id.in_(verdicts)))).all()
+        )
+        await s.execute(delete(Score).where(Score.run_id == run.id, Score.item_id == item_id))
+        for judge_id, verdict in verdicts.items():
+            s.add(
+                Score(
+                    project_id=run.project_id,
+                    session_pk=session_pk,
+                    judge_id=judge_id,
+                    judge_name=names.get(judge_id, judge_id),
+                    run_id=run.id,
+                    item_id=item_id,
+                    source="preprod",
+                    score=verdict.score,
+                    label=verdict.label,
+                    passed=passes(verdict.score) if verdict.score is not None else None,
+                    reason=verdict.reason,
+                    unscored_reason=verdict.unscored_reason,
+                    prompt=verdict.prompt,
+                    raw_reply=verdict.raw_reply,
+                )
+            )
+        values: dict[str, Any] = {"scored_at": utcnow()}
+        if scored:
+            mean = fmean(scored)
+            values.update(status="scored", score=mean, passed=passes(mean), error=None)
+        else:
+            reasons = "; ".join(f"{names.get(j, j)}: {v.reason}" for j, v in top)
+            values.update(status="error", error=f"no judge could score this item ({reasons})")
+        await s.execute(
+            update(PreprodItem)
+            .where(PreprodItem.run_id == run.id, PreprodItem.item_id == item_id)
+            .values(**values)
+        )
+
+
+_RANGE = re.compile(r"^(\d+)([mhd])$")
+_UNIT_S = {"m": 60, "h": 3600, "d": 86400}
+
+
+def window_seconds(range_text: str) -> int:
+    match = _RANGE.match(range_text)
+    if match is None:
+        raise ValueError(f"bad range {range_text!r}")
+    return int(match[1]) * _UNIT_S[match[2]]
+
+
+async def finish_run(db: Database, run_id: str) -> None:
+    """Resolve the baseline, stamp `baseline_passed`, and set the run's final status."""
+    async with db.write() as s:
+        run = await s.scalar(select(PreprodRun).where(PreprodRun.id == run_id).with_for_update())
+        if run is None or run.status != "running":
+            return
+        items = list(
+            await s.scalars(
+                select(PreprodItem)
+                .where(PreprodItem.run_id == run_id)
+                .order_by(PreprodItem.position)
+            )
+        )
+        if any(item.status in ("pending", "captured") for item in items):
+            return
+        verdicts, cohort = await _baseline(s, run, items)
+        regressions = 0
+        for item in items:
+            item.baseline_passed = verdicts.get(item.item_id)
+            failed = item.status == "error" or item.passed is False
+            if item.baseline_passed is True and failed:
+                regressions += 1
+        run.baseline_cohort = cohort
+        run.completed_at = utcnow()
+        if not any(item.status == "scored" for item in items):
+            run.status = "failed"
+            run.error = "no item could be scored (see each item's error)"
+            return
+        run.status = "completed_with_regressions" if regressions else "completed"
+        if regressions:
+            await add_insight(
+                s,
+                run.project_id,
+                kind="preprod_regression",
+                title=(
+                    f"Pre-prod regression: {regressions} item{'s' if regressions > 1 else ''} "
+                    f"regressed in {run.version_label}"
+                ),
+                run_id=run.id,
+                details={
+                    "runId": run.id,
+                    "runName": run.name,
+                    "versionLabel": run.version_label,
+                    "regressions": regressions,
+                    "items": len(items),
+                    "baseline": run.baseline,
+                    "model": run.model,
+                },
+            )
+
+
+async def _baseline(
+    s: Any, run: PreprodRun, items: list[PreprodItem]
+) -> tuple[dict[str, bool | None], dict[str, Any] | None]:
+    """Per-item baseline verdicts and the baseline cohort's averages, or nothing."""
+    if run.baseline is None:
+        return {}, None
+    if run.baseline["kind"] == "preprod_run":
+        return await _prior_run_baseline(s, run.baseline["value"])
+    return await _prod_window_baseline(s, run, items)
+
+
+async def _prior_run_baseline(
+    s: Any, prior_id: str
+) -> tuple[dict[str, bool | None], dict[str, Any] | None]:
+    rows = (
+        await s.execute(
+            select(PreprodItem, TraceSession)
+            .outerjoin(TraceSession, TraceSession.pk == PreprodItem.session_pk)
+            .where(PreprodItem.run_id == prior_id)
+        )
+    ).all()
+    verdicts: dict[str, bool | None] = {}
+    sessions = []
+    for item, session in rows:
+        outcome = ItemOutcome(
+            item_id=item.item_id,
+            position=item.position,
+            input=item.input,
+            expected_output=item.expected_output,
+            status=item.status,
+            score=item.score,
+            passed=item.passed,
+            baseline_passed=None,
+            error=item.error,
+            output=None,
+            cost_usd=None,
+            latency_ms=None,
+            step_count=None,
+            session_id=None,
+        )
+        verdicts[item.item_id] = candidate_verdict(outcome)
+        if session is not None:
+            sessions.append(session)
+    return verdicts, _cohort(sessions)
+
+
+async def _prod_window_baseline(
+    s: Any, run: PreprodRun, items: list[PreprodItem]
+) -> tuple[dict[str, bool | None], dict[str, Any] | None]:
+    """Production sessions whose input equals an item's prompt; each one's newest non-preprod
+    score within the window gives the verdict (a pass label, or a score of at least 0.7)."""
+    assert run.baseline is not None
+    since = utcnow() - timedelta(seconds=window_seconds(run.baseline["range"]))
+    by_input: dict[str, list[str]] = {}
+    for item in items:
+        by_input.setdefault(item.input, []).append(item.item_id)
+    verdicts: dict[str, bool | None] = {}
+    sessions: dict[int, TraceSession] = {}
+    inputs = list(by_input)
+    for start in range(0, len(inputs), 200):
+        chunk = inputs[start : start + 200]
+        rows = (
+            await s.execute(
+                select(Score, TraceSession)
+                .join(TraceSession, TraceSession.pk == Score.session_pk)
+                .where(
+                    Score.project_id == run.project_id,
+                    Score.source != "preprod",
+                    Score.created_at >= since,
+                    TraceSession.eval_run_id.is_(None),
+                    TraceSession.input.in_(chunk),
+                )
+                .order_by(Score.created_at.desc(), Score.pk.desc())
+            )
+        ).all()
+        for score, session in rows:
+            verdict = _prod_verdict(score)
+            assert session.input is not None
+            for item_id in by_input[session.input]:
+                if item_id not in verdicts and verdict is not None:
+                    verdicts[item_id] = verdict
+                    sessions[session.pk] = session
+    return verdicts, _cohort(list(sessions.values()))
+
+
+def _prod_verdict(score: Score) -> bool | None:
+    label = (score.label or "").strip().lower()
+    if label in PASS_LABELS:
+        return True
+    if label in FAIL_LABELS:
+        return False
+    if score.score is not None:
+        return passes(score.score)
+    return None
+
+
+def _cohort(sessions: list[TraceSession]) -> dict[str, Any] | None:
+    if not sessions:
+        return None
+    stats = cohort_stats(
+        [x.cost_usd for x in sessions],
+        [x.latency_ms for x in sessions],
+        [x.step_count for x in sessions],
+    )
+    return {
+        "avgCostUsd": stats.avg_cost_usd,
+        "pricedSessions": stats.priced_sessions,
+        "sessions": stats.sessions,
+        "avgLatencyMs": stats.avg_latency_ms,
+        "avgStepCount": stats.avg_step_count,
+    }

@@ -1,0 +1,142 @@
+"""Insights (things a team should know) and the notification sinks they are delivered to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from neens.errors import NotFound
+from neens.queue.jobs import enqueue
+from neens.store.db import Database
+from neens.store.ids import new_id
+from neens.store.models import Insight, NotificationDelivery, NotificationSink
+
+
+@dataclass(frozen=True, slots=True)
+class InsightInfo:
+    id: str
+    kind: str
+    title: str
+    run_id: str | None
+    details: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SinkInfo:
+    id: str
+    name: str
+    url: str
+    header_names: list[str]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryInfo:
+    sink_id: str
+    insight_id: str
+    status: str
+    attempts: int
+    last_status_code: int | None
+    last_error: str | None
+    delivered_at: datetime | None
+
+
+async def add_insight(
+    s: AsyncSession,
+    project_id: str,
+    *,
+    kind: str,
+    title: str,
+    run_id: str | None,
+    details: dict[str, Any],
+) -> str:
+    """Record an insight and queue its delivery to every sink of the project."""
+    insight = Insight(
+        id=new_id("ins_"),
+        project_id=project_id,
+        kind=kind,
+        title=title,
+        run_id=run_id,
+        details=details,
+    )
+    s.add(insight)
+    await s.flush()
+    sinks = await s.scalars(
+        select(NotificationSink.id).where(NotificationSink.project_id == project_id)
+    )
+    for sink_id in sinks:
+        delivery = NotificationDelivery(sink_id=sink_id, insight_id=insight.id, status="pending")
+        s.add(delivery)
+        await s.flush()
+        await enqueue(
+            s, "notify.deliver", {"delivery": delivery.pk}, dedupe_key=f"deliver:{delivery.pk}"
+        )
+    return insight.id
+
+
+async def list_insights(
+    db: Database, project_id: str, *, run_id: str | None, limit: int
+) -> list[InsightInfo]:
+    query = select(Insight).where(Insight.project_id == project_id)
+    if run_id is not None:
+        query = query.where(Insight.run_id == run_id)
+    async with db.read() as s:
+        rows = await s.scalars(query.order_by(Insight.created_at.desc(), Insight.id).limit(limit))
+        return [
+            InsightInfo(r.id, r.kind, r.title, r.run_id, dict(r.details), r.created_at)
+            for r in rows
+        ]
+
+
+async def create_sink(
+    db: Database, project_id: str, *, name: str, url: str, headers: dict[str, str]
+) -> SinkInfo:
+    row = NotificationSink(
+        id=new_id("sink_"), project_id=project_id, name=name, url=url, headers=headers
+    )
+    async with db.write() as s:
+        s.add(row)
+    return SinkInfo(row.id, row.name, row.url, sorted(headers), row.created_at)
+
+
+async def list_sinks(db: Database, project_id: str) -> list[SinkInfo]:
+    async with db.read() as s:
+        rows = await s.scalars(
+            select(NotificationSink)
+            .where(NotificationSink.project_id == project_id)
+            .order_by(NotificationSink.created_at, NotificationSink.id)
+        )
+        return [SinkInfo(r.id, r.name, r.url, sorted(r.headers), r.created_at) for r in rows]
+
+
+async def list_deliveries(db: Database, project_id: str, sink_id: str) -> list[DeliveryInfo]:
+    async with db.read() as s:
+        sink = await s.scalar(
+            select(NotificationSink.id).where(
+                NotificationSink.id == sink_id, NotificationSink.project_id == project_id
+            )
+        )
+        if sink is None:
+            raise NotFound(f"no notification sink {sink_id!r} in this project", field="sink_id")
+        rows = await s.scalars(
+            select(NotificationDelivery)
+            .where(NotificationDelivery.sink_id == sink_id)
+            .order_by(NotificationDelivery.pk)
+        )
+        return [
+            DeliveryInfo(
+                r.sink_id,
+                r.insight_id,
+                r.status,
+                r.attempts,
+                r.last_status_code,
+                r.last_error,
+                r.delivered_at,
+            )
+            for r in rows
+        ]

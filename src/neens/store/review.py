@@ -1,0 +1,115 @@
+"""Reading a run back as the plain data the gate, comparison and metrics are computed from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from neens.domain.gate import JudgeScore
+from neens.domain.preprod import CohortStats, ItemOutcome
+from neens.errors import NotFound
+from neens.store.db import Database
+from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcomes:
+    run_id: str
+    status: str
+    version_label: str
+    model: str | None
+    dataset_version_id: str
+    gate: dict[str, Any]
+    items: list[ItemOutcome]
+    baseline: CohortStats | None
+
+
+def cohort_from_stamp(stamp: dict[str, Any] | None) -> CohortStats | None:
+    if stamp is None:
+        return None
+    return CohortStats(
+        avg_cost_usd=stamp["avgCostUsd"],
+        priced_sessions=stamp["pricedSessions"],
+        sessions=stamp["sessions"],
+        avg_latency_ms=stamp["avgLatencyMs"],
+        avg_step_count=stamp["avgStepCount"],
+    )
+
+
+async def run_outcomes(db: Database, project_id: str, run_id: str) -> RunOutcomes:
+    async with db.read() as s:
+        run = await s.scalar(
+            select(PreprodRun).where(PreprodRun.id == run_id, PreprodRun.project_id == project_id)
+        )
+        if run is None:
+            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        rows = (
+            await s.execute(
+                select(PreprodItem, TraceSession)
+                .outerjoin(TraceSession, TraceSession.pk == PreprodItem.session_pk)
+                .where(PreprodItem.run_id == run_id)
+                .order_by(PreprodItem.position)
+            )
+        ).all()
+    items = [
+        ItemOutcome(
+            item_id=item.item_id,
+            position=item.position,
+            input=item.input,
+            expected_output=item.expected_output,
+            status=item.status,  # type: ignore[arg-type]
+            score=item.score,
+            passed=item.passed,
+            baseline_passed=item.baseline_passed,
+            error=item.error,
+            output=session.output if session else None,
+            cost_usd=session.cost_usd if session else None,
+            latency_ms=session.latency_ms if session else None,
+            step_count=session.step_count if session else None,
+            session_id=session.trace_id if session else None,
+        )
+        for item, session in rows
+    ]
+    return RunOutcomes(
+        run.id,
+        run.status,
+        run.version_label,
+        run.model,
+        run.dataset_version_id,
+        dict(run.gate),
+        items,
+        cohort_from_stamp(run.baseline_cohort),
+    )
+
+
+async def run_scores(db: Database, project_id: str, run_id: str) -> list[JudgeScore]:
+    """Every judge verdict stored for the run's sessions (one per judge and session)."""
+    async with db.read() as s:
+        exists = await s.scalar(
+            select(PreprodRun.id).where(
+                PreprodRun.id == run_id, PreprodRun.project_id == project_id
+            )
+        )
+        if exists is None:
+            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        rows = (
+            await s.execute(
+                select(Score, TraceSession.trace_id)
+                .join(TraceSession, TraceSession.pk == Score.session_pk)
+                .where(Score.run_id == run_id, Score.source == "preprod")
+                .order_by(Score.pk)
+            )
+        ).all()
+    return [
+        JudgeScore(
+            judge_id=score.judge_id,
+            judge_name=score.judge_name,
+            session_id=trace_id,
+            score=score.score,
+            passed=score.passed,
+            unscored=score.unscored_reason is not None,
+        )
+        for score, trace_id in rows
+    ]
