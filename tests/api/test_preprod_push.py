@@ -165,9 +165,10 @@ async def test_a_dead_endpoint_fails_the_run_and_the_server_keeps_serving(
 
 
 async def test_a_flaky_endpoint_costs_only_the_items_it_failed(
-    client: httpx.AsyncClient, ingest_key: CreatedKey, settings: object
+    client: httpx.AsyncClient, ingest_key: CreatedKey
 ) -> None:
-    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS + [{"input": "4th", "expected_output": DEFAULT_ANSWER}])
+    fourth = {"input": "4th", "expected_output": DEFAULT_ANSWER}
+    dataset_id, _ = await golden_dataset(client, ingest_key, [*ITEMS, fourth])
     with agent_server(RIGHT) as agents:
         conn = await connection(client, ingest_key, agents.url("/flaky"))
         run = await create_run(

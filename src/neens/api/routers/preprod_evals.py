@@ -71,7 +71,7 @@ async def create_run(
             runner_mode=body.runner_mode,
             agent_connection_id=body.agent_connection_id,
             judge_ids=body.judge_deployment_ids,
-            baseline=body.baseline.model_dump() if body.baseline else None,
+            baseline=body.baseline.to_dict() if body.baseline else None,
             gate=gate.to_dict(),
         ),
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
 
@@ -16,15 +16,20 @@ RANGE_UNITS = {"m": 60, "h": 3600, "d": 86400}
 MAX_RANGE_S = 366 * 86400
 
 
-class ProdWindowBaseline(RequestBody):
-    kind: Literal["prod_window"]
-    """Compare with production: sessions whose input equals an item's prompt."""
-    range: str
-    """How far back production is read: minutes, hours or days, e.g. `30m`, `24h`, `7d`."""
+class Baseline(RequestBody):
+    kind: Literal["prod_window", "preprod_run"]
+    """`prod_window`: production sessions whose input equals an item's prompt.
+    `preprod_run`: an earlier pre-prod run over the same golden version."""
+    range: str | None = None
+    """For `prod_window`: how far back production is read, e.g. `30m`, `24h`, `7d`."""
+    value: str | None = Field(default=None, min_length=1)
+    """For `preprod_run`: the earlier run's id, `ppr_…`."""
 
     @field_validator("range")
     @classmethod
-    def _check_range(cls, value: str) -> str:
+    def _check_range(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         match = _RANGE.match(value)
         if match is None:
             raise ValueError("range must look like 30m, 24h or 7d")
@@ -32,15 +37,21 @@ class ProdWindowBaseline(RequestBody):
             raise ValueError("range must be at most 366 days")
         return value
 
+    @model_validator(mode="after")
+    def _fits_kind(self) -> Baseline:
+        needed, other = ("range", "value") if self.kind == "prod_window" else ("value", "range")
+        if getattr(self, needed) is None:
+            raise ValueError(f"baseline.{needed} is required for kind {self.kind}")
+        if getattr(self, other) is not None:
+            raise ValueError(f"baseline.{other} does not apply to kind {self.kind}")
+        return self
 
-class PreprodRunBaseline(RequestBody):
-    kind: Literal["preprod_run"]
-    """Compare with an earlier pre-prod run over the same golden version."""
-    value: str = Field(min_length=1)
-    """The earlier run's id, `ppr_…`."""
-
-
-Baseline = Annotated[ProdWindowBaseline | PreprodRunBaseline, Field(discriminator="kind")]
+    def to_dict(self) -> dict[str, str]:
+        if self.kind == "prod_window":
+            assert self.range is not None
+            return {"kind": self.kind, "range": self.range}
+        assert self.value is not None
+        return {"kind": self.kind, "value": self.value}
 
 
 class PreprodCreate(RequestBody):
