@@ -24,6 +24,7 @@ from neens.api.routers import (
     preprod_evals,
     preprod_review,
     pricing,
+    scores,
     sessions,
     traces,
 )
@@ -44,6 +45,7 @@ ROUTERS = (
     judges,
     preprod_evals,
     preprod_review,
+    scores,
     insights,
     notification_sinks,
 )

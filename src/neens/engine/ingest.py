@@ -15,6 +15,7 @@ import logging
 
 from neens.domain.sessions import SessionSummary
 from neens.engine.linking import link_traces
+from neens.engine.production import enqueue_production_scoring
 from neens.ingest.records import SpanRecord
 from neens.store.db import Database
 from neens.store.sessions import SpanBatch, write_span_batches
@@ -71,8 +72,6 @@ class SpanWriter:
                 raise
 
     async def _commit(self, group: list[_Waiter]) -> None:
-        import sys, time
-        _t0 = time.perf_counter()
         try:
             results = await write_span_batches(self.db, [batch for batch, _ in group])
         except Exception as exc:
@@ -83,7 +82,6 @@ class SpanWriter:
             for waiter in group:
                 await self._commit([waiter])
             return
-        print(f"BATCH {len(group)} {1000*(time.perf_counter()-_t0):.2f}", file=sys.stderr)
         for (_, future), result in zip(group, results, strict=True):
             if not future.done():
                 future.set_result(result)
@@ -97,8 +95,11 @@ def _settle(future: asyncio.Future[dict[str, SessionSummary]], exc: BaseExceptio
 async def ingest_spans(
     writer: SpanWriter, project_id: str, spans: list[SpanRecord], source: str
 ) -> bool:
-    """Store spans, then link tagged traces. True when a link dispatched scoring."""
+    """Store spans, link traces tagged for a pre-prod run, and queue production scoring for
+    the others. True when jobs were queued (the caller wakes the workers)."""
     summaries = await writer.write(project_id, spans, source)
-    if not any(summary.eval_run_id for summary in summaries.values()):
-        return False
-    return await link_traces(writer.db, project_id, summaries)
+    tagged = {trace for trace, summary in summaries.items() if summary.eval_run_id}
+    queued = await enqueue_production_scoring(writer.db, project_id, spans, tagged)
+    if tagged:
+        queued |= await link_traces(writer.db, project_id, {t: summaries[t] for t in tagged})
+    return queued

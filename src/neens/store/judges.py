@@ -108,6 +108,7 @@ async def create_judge(
             score_production=score_production,
         )
         s.add(row)
+    db.memo_forget("production-judges", project_id)
     return _info(row)
 
 
@@ -173,6 +174,7 @@ async def update_judge(
             row.config = {**row.config, "components": fields.pop("components")}
         for name, value in fields.items():
             setattr(row, name, value)
+    db.memo_forget("production-judges", project_id)
     return _info(row)
 
 

@@ -1,0 +1,72 @@
+"""Reading judge scores: the score catalogue, filterable by source, run and session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+
+from neens.store.db import Database
+from neens.store.models import Score, TraceSession
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreInfo:
+    judge_id: str
+    judge_name: str
+    session_id: str
+    source: str
+    run_id: str | None
+    item_id: str | None
+    score: float | None
+    label: str | None
+    passed: bool | None
+    reason: str
+    unscored_reason: str | None
+    prompt: str | None
+    raw_reply: str | None
+    created_at: datetime
+
+
+async def list_scores(
+    db: Database,
+    project_id: str,
+    *,
+    source: str | None,
+    run_id: str | None,
+    session_id: str | None,
+    limit: int,
+) -> list[ScoreInfo]:
+    query = (
+        select(Score, TraceSession.trace_id)
+        .join(TraceSession, TraceSession.pk == Score.session_pk)
+        .where(Score.project_id == project_id)
+    )
+    if source is not None:
+        query = query.where(Score.source == source)
+    if run_id is not None:
+        query = query.where(Score.run_id == run_id)
+    if session_id is not None:
+        query = query.where(TraceSession.trace_id == session_id)
+    async with db.read() as s:
+        rows = (await s.execute(query.order_by(Score.pk.desc()).limit(limit))).all()
+    return [
+        ScoreInfo(
+            r.judge_id,
+            r.judge_name,
+            trace_id,
+            r.source,
+            r.run_id,
+            r.item_id,
+            r.score,
+            r.label,
+            r.passed,
+            r.reason,
+            r.unscored_reason,
+            r.prompt,
+            r.raw_reply,
+            r.created_at,
+        )
+        for r, trace_id in rows
+    ]
