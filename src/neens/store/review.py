@@ -113,3 +113,27 @@ async def run_scores(db: Database, project_id: str, run_id: str) -> list[JudgeSc
         )
         for score, trace_id in rows
     ]
+
+
+async def captured_session(db: Database, project_id: str, run_id: str, item_id: str) -> str | None:
+    """The session (trace id) captured for `item_id` in `run_id`, or None when nothing was
+    captured. Raises NotFound for an unknown run or item."""
+    async with db.read() as s:
+        run = await s.scalar(
+            select(PreprodRun.id).where(
+                PreprodRun.id == run_id, PreprodRun.project_id == project_id
+            )
+        )
+        if run is None:
+            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run")
+        row = (
+            await s.execute(
+                select(PreprodItem.pk, TraceSession.trace_id)
+                .outerjoin(TraceSession, TraceSession.pk == PreprodItem.session_pk)
+                .where(PreprodItem.run_id == run_id, PreprodItem.item_id == item_id)
+            )
+        ).first()
+    if row is None:
+        raise NotFound(f"run {run_id} has no item {item_id!r}", field="item")
+    trace_id: str | None = row[1]
+    return trace_id
