@@ -35,9 +35,29 @@ def error_body(code: str, message: str, field: str | None = None) -> dict[str, A
     return {"error": error}
 
 
-def field_path(loc: Sequence[Any]) -> str:
-    """pydantic's location tuple as a path a person reads: `items[3].input`."""
-    parts = [p for p in loc if p not in ("body", "query", "path", "header")]
+def field_path(loc: Sequence[Any], body: Any = None) -> str:
+    """pydantic's location tuple as a path a person reads: `items[3].input`.
+
+    A tagged union adds the tag to the location (`managed.check`); walking the request body
+    alongside tells a tag (not a key of the object, but its `type` value) from a field name.
+    """
+    parts: list[Any] = []
+    current = body
+    for part in loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc:
+        if (
+            isinstance(current, dict)
+            and isinstance(part, str)
+            and part not in current
+            and part in current.values()
+        ):
+            continue
+        parts.append(part)
+        if isinstance(current, dict):
+            current = current.get(part)
+        elif isinstance(current, list) and isinstance(part, int) and part < len(current):
+            current = current[part]
+        else:
+            current = None
     out = ""
     for part in parts:
         if isinstance(part, int):
@@ -69,7 +89,11 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = list(exc.errors())
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-        path = field_path(first.get("loc", ()))
+        loc = first.get("loc", ())
+        path = field_path(loc, exc.body if loc and loc[0] == "body" else None)
+        if first.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+            tag = str(first.get("ctx", {}).get("discriminator", "")).strip("'")
+            path = f"{path}.{tag}" if path else tag
         status = 400 if first.get("type") == "json_invalid" else 422
         message = _validation_message(first, path)
         if len(errors) > 1:
