@@ -1,4 +1,4 @@
-"""The platform's command groups for the `neens` command: serve, db, keys.
+"""The platform's command groups for the `neens` command: serve, worker, db, keys.
 
 The `neens` command itself lives in the dependency-free `neens-eval` distribution; this module
 is found through the `neens.cli` entry-point group and adds what needs the server installed.
@@ -46,6 +46,22 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    import logging
+
+    from neens.queue.standalone import run_worker
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    settings = _settings(args)
+    print(
+        f"Neens worker: {settings.worker_concurrency} jobs at a time "
+        f"(database: {settings.resolved_database_url().split('://')[0]})",
+        file=sys.stderr,
+    )
+    asyncio.run(run_worker(settings))
     return 0
 
 
@@ -165,7 +181,7 @@ def _keys_revoke(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add `serve`, `db` and `keys` to the `neens` command."""
+    """Add `serve`, `worker`, `db` and `keys` to the `neens` command."""
     serve = subparsers.add_parser("serve", help="run the Neens server")
     _add_database_url(serve)
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
@@ -174,6 +190,15 @@ def register(subparsers: Any) -> None:
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
     serve.set_defaults(func=_serve)
+
+    worker = subparsers.add_parser(
+        "worker", help="run job workers (agent calls, scoring, notifications) on their own"
+    )
+    _add_database_url(worker)
+    worker.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    worker.set_defaults(func=_worker)
 
     db = subparsers.add_parser("db", help="manage the database schema")
     db_sub = db.add_subparsers(dest="db_command", metavar="COMMAND", required=True)
