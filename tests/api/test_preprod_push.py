@@ -205,3 +205,23 @@ async def test_answer_path_reads_the_answer_elsewhere(
     assert done["status"] == "completed"
     [item] = await items_of(client, ingest_key, run["id"])
     assert item["passed"] is True
+
+
+async def test_a_prompt_is_truncated_at_200000_characters_on_the_way_out(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    huge = "é" * 250_000
+    dataset_id, _ = await golden_dataset(
+        client, ingest_key, [{"input": huge, "expected_output": "x"}]
+    )
+    with agent_server() as agents:
+        conn = await connection(client, ingest_key, agents.url("/neens"))
+        run = await create_run(
+            client, ingest_key, dataset_id=dataset_id, runner_mode="push", agent_connection_id=conn
+        )
+        await wait_for_run(client, ingest_key, run["id"])
+    [(_, body)] = agents.requests
+    assert body["input"] == huge[:200_000]
+    # The run's frozen item keeps the whole prompt.
+    [item] = await items_of(client, ingest_key, run["id"])
+    assert item["input"] == huge
