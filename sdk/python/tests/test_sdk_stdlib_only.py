@@ -48,6 +48,7 @@ def test_importing_the_cli_loads_only_standard_library_modules() -> None:
     code = (
         "import json, sys\n"
         "import neens_eval.cli, neens_eval.client, neens_eval.datasets, neens_eval.errors\n"
+        "import neens_eval.eval_run, neens_eval.gate_policy, neens_eval.summary\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     result = subprocess.run(
@@ -60,3 +61,19 @@ def test_importing_the_cli_loads_only_standard_library_modules() -> None:
     loaded = {name.partition(".")[0] for name in json.loads(result.stdout)}
     assert "neens_eval" in loaded
     assert loaded - set(sys.stdlib_module_names) - {"neens_eval", "__main__"} == set()
+
+
+def test_pyyaml_stays_optional_it_is_only_looked_up_when_a_yaml_policy_is_read() -> None:
+    code = (
+        "import sys\n"
+        "import neens_eval.cli, neens_eval.eval_run, neens_eval.gate_policy\n"
+        "print('yaml' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(PACKAGE_DIR.parent)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.strip() == "False"

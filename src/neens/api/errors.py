@@ -92,7 +92,8 @@ def install_error_handlers(app: FastAPI) -> None:
         loc = first.get("loc", ())
         path = field_path(loc, exc.body if loc and loc[0] == "body" else None)
         if first.get("type") in ("union_tag_invalid", "union_tag_not_found"):
-            tag = str(first.get("ctx", {}).get("discriminator", "")).strip("'")
+            ctx = first.get("ctx")
+            tag = str(ctx.get("discriminator", "") if isinstance(ctx, dict) else "").strip("'")
             path = f"{path}.{tag}" if path else tag
         status = 400 if first.get("type") == "json_invalid" else 422
         message = _validation_message(first, path)

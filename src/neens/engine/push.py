@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import httpx
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, bindparam, func, select, update
 
 from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, call_agent
 from neens.ingest.records import SpanRecord
@@ -126,10 +126,11 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
     settings = ctx.services["settings"]
     slots = asyncio.Semaphore(settings.push_concurrency)
     outcomes: asyncio.Queue[_Outcome | None] = asyncio.Queue()
+    watch = _CancelWatch(db, run_id)
 
     async def one(item_id: str, prompt: str) -> None:
         async with slots:
-            if await _cancelled(db, run_id):
+            if await watch.cancelled():
                 return
             try:
                 reply: AgentReply | str = await call_agent(
@@ -207,24 +208,49 @@ async def _store_batch(
                     TraceSession.trace_id.in_(list(trace_ids)),
                 )
             )
-            now = utcnow()
-            for session_pk, trace_id in rows.all():
+            links = [
+                {"b_item": trace_ids[trace_id], "b_session": session_pk}
+                for session_pk, trace_id in rows.all()
+            ]
+            items = cast(Table, PreprodItem.__table__)
+            if links:
                 await s.execute(
-                    update(PreprodItem)
+                    update(items)
                     .where(
-                        PreprodItem.run_id == run.id,
-                        PreprodItem.item_id == trace_ids[trace_id],
-                        PreprodItem.status == "pending",
+                        items.c.run_id == run.id,
+                        items.c.item_id == bindparam("b_item"),
+                        items.c.status == "pending",
                     )
-                    .values(status="captured", session_pk=session_pk, captured_at=now)
+                    .values(
+                        status="captured", session_pk=bindparam("b_session"), captured_at=utcnow()
+                    ),
+                    links,
                 )
 
 
-async def _cancelled(db: Database, run_id: str) -> bool:
-    async with db.read() as s:
-        return await s.scalar(select(PreprodRun.status).where(PreprodRun.id == run_id)) != (
-            "running"
-        )
+class _CancelWatch:
+    """Whether the run was cancelled, read from the database at most every `interval_s`, so a
+    thousand calls do not cost a thousand reads."""
+
+    def __init__(self, db: Database, run_id: str, interval_s: float = 0.25) -> None:
+        self.db = db
+        self.run_id = run_id
+        self.interval_s = interval_s
+        self._checked = -float("inf")
+        self._cancelled = False
+        self._lock = asyncio.Lock()
+
+    async def cancelled(self) -> bool:
+        async with self._lock:
+            now = asyncio.get_running_loop().time()
+            if not self._cancelled and now - self._checked >= self.interval_s:
+                self._checked = now
+                async with self.db.read() as s:
+                    status = await s.scalar(
+                        select(PreprodRun.status).where(PreprodRun.id == self.run_id)
+                    )
+                self._cancelled = status != "running"
+            return self._cancelled
 
 
 async def _finish_calls(db: Database, run_id: str) -> None:

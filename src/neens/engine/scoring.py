@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import dataclass
 from datetime import timedelta
 from statistics import fmean
 from typing import Any
@@ -28,7 +29,7 @@ from neens.queue.worker import JobContext
 from neens.store.db import Database
 from neens.store.insights import add_insight
 from neens.store.judges import judges_by_id
-from neens.store.models import Judge, PreprodItem, PreprodRun, Score, TraceSession
+from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
 from neens.store.types import utcnow
 
 SCORING_CONCURRENCY = 8
@@ -54,64 +55,91 @@ async def score_run(ctx: JobContext, payload: dict[str, Any]) -> None:
             )
         ).all()
     slots = asyncio.Semaphore(SCORING_CONCURRENCY)
+    judged: asyncio.Queue[_Judged | None] = asyncio.Queue()
 
     async def one(item: PreprodItem, output: str | None, session_pk: int) -> None:
         async with slots:
             case = JudgeCase(input=item.input, output=output, expected_output=item.expected_output)
             judge = CaseJudge(judges, case)
             top = [(judge_id, await judge.verdict(judge_id)) for judge_id in run.judge_ids]
-            await _store_item(db, run, item.item_id, session_pk, judge.verdicts, top)
+            await judged.put(_Judged(item.item_id, session_pk, judge.verdicts, top))
 
-    await asyncio.gather(*(one(item, output, pk) for item, output, pk in rows))
+    names = {judge_id: info.name for judge_id, info in judges.items()}
+    writer = asyncio.create_task(_write_verdicts(db, run, names, judged))
+    try:
+        await asyncio.gather(*(one(item, output, pk) for item, output, pk in rows))
+    finally:
+        await judged.put(None)
+        await writer
     await finish_run(db, run_id)
     ctx.notify()
 
 
-async def _store_item(
-    db: Database,
-    run: PreprodRun,
-    item_id: str,
-    session_pk: int,
-    verdicts: dict[str, Verdict],
-    top: list[tuple[str, Verdict]],
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    item_id: str
+    session_pk: int
+    verdicts: dict[str, Verdict]
+    """Every judge evaluated for the item, composite components included."""
+    top: list[tuple[str, Verdict]]
+    """The run's own judges, whose scores make the item's score."""
+
+
+WRITE_BATCH = 64
+"""Items whose verdicts are stored per transaction (a database takes one writer at a time)."""
+
+
+async def _write_verdicts(
+    db: Database, run: PreprodRun, names: dict[str, str], judged: asyncio.Queue[_Judged | None]
 ) -> None:
-    scored = [v.score for _, v in top if v.score is not None]
-    async with db.write() as s:
-        names = dict(
-            (await s.execute(select(Judge.id, Judge.name).where(Judge.id.in_(verdicts)))).all()
+    done = False
+    while not done:
+        batch = [await judged.get()]
+        while len(batch) < WRITE_BATCH and not judged.empty():
+            batch.append(judged.get_nowait())
+        done = batch[-1] is None
+        ready = [j for j in batch if j is not None]
+        if ready:
+            async with db.write() as s:
+                for item in ready:
+                    await _store_item(s, run, names, item)
+
+
+async def _store_item(s: Any, run: PreprodRun, names: dict[str, str], judged: _Judged) -> None:
+    """Replace the item's scores (a re-run never adds a second set) and set its verdict."""
+    await s.execute(delete(Score).where(Score.run_id == run.id, Score.item_id == judged.item_id))
+    s.add_all(
+        Score(
+            project_id=run.project_id,
+            session_pk=judged.session_pk,
+            judge_id=judge_id,
+            judge_name=names.get(judge_id, judge_id),
+            run_id=run.id,
+            item_id=judged.item_id,
+            source="preprod",
+            score=verdict.score,
+            label=verdict.label,
+            passed=passes(verdict.score) if verdict.score is not None else None,
+            reason=verdict.reason,
+            unscored_reason=verdict.unscored_reason,
+            prompt=verdict.prompt,
+            raw_reply=verdict.raw_reply,
         )
-        await s.execute(delete(Score).where(Score.run_id == run.id, Score.item_id == item_id))
-        for judge_id, verdict in verdicts.items():
-            s.add(
-                Score(
-                    project_id=run.project_id,
-                    session_pk=session_pk,
-                    judge_id=judge_id,
-                    judge_name=names.get(judge_id, judge_id),
-                    run_id=run.id,
-                    item_id=item_id,
-                    source="preprod",
-                    score=verdict.score,
-                    label=verdict.label,
-                    passed=passes(verdict.score) if verdict.score is not None else None,
-                    reason=verdict.reason,
-                    unscored_reason=verdict.unscored_reason,
-                    prompt=verdict.prompt,
-                    raw_reply=verdict.raw_reply,
-                )
-            )
-        values: dict[str, Any] = {"scored_at": utcnow()}
-        if scored:
-            mean = fmean(scored)
-            values.update(status="scored", score=mean, passed=passes(mean), error=None)
-        else:
-            reasons = "; ".join(f"{names.get(j, j)}: {v.reason}" for j, v in top)
-            values.update(status="error", error=f"no judge could score this item ({reasons})")
-        await s.execute(
-            update(PreprodItem)
-            .where(PreprodItem.run_id == run.id, PreprodItem.item_id == item_id)
-            .values(**values)
-        )
+        for judge_id, verdict in judged.verdicts.items()
+    )
+    scored = [v.score for _, v in judged.top if v.score is not None]
+    values: dict[str, Any] = {"scored_at": utcnow()}
+    if scored:
+        mean = fmean(scored)
+        values.update(status="scored", score=mean, passed=passes(mean), error=None)
+    else:
+        reasons = "; ".join(f"{names.get(j, j)}: {v.reason}" for j, v in judged.top)
+        values.update(status="error", error=f"no judge could score this item ({reasons})")
+    await s.execute(
+        update(PreprodItem)
+        .where(PreprodItem.run_id == run.id, PreprodItem.item_id == judged.item_id)
+        .values(**values)
+    )
 
 
 _RANGE = re.compile(r"^(\d+)([mhd])$")

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import TypeAlias
 
-from neens_eval import __version__, datasets
+from neens_eval import __version__, datasets, eval_run
 from neens_eval.errors import EXIT_USAGE, NeensClientError
 
 ENTRY_POINT_GROUP = "neens.cli"
@@ -35,7 +35,7 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Handler: TypeAlias = Callable[[argparse.Namespace], int]
 Register: TypeAlias = Callable[[Subparsers], None]
 
-CORE_GROUPS: dict[str, Register] = {"datasets": datasets.register}
+CORE_GROUPS: dict[str, Register] = {"datasets": datasets.register, "eval": eval_run.register}
 
 
 def plugin_entry_points() -> list[metadata.EntryPoint]:

@@ -1,0 +1,851 @@
+"""Push-mode pre-prod run: a Neens push run against a bare httpx loop calling the same endpoint.
+
+A stand-in agent endpoint runs in its own process under uvicorn and answers every POST with
+`{"output": "answer N"}` for `"question N"` after a fixed latency (50 ms by default). The same run
+times two things against it:
+
+- **httpx**: one httpx `AsyncClient` with `--concurrency` worker tasks POSTing `--items` prompts,
+  each answer checked for a 200 and a JSON `output`. It is the floor: the calls and nothing else.
+- **neens**: `neens serve` (its own process, `NEENS_PUSH_CONCURRENCY=--concurrency`) runs a
+  push-mode pre-prod run over a golden dataset of the same `--items` prompts. Neens calls the
+  endpoint once per item, records each answer as a session, links it to its item and scores it
+  with the project's default judge (built-in fuzzy similarity).
+
+Neens is timed from `POST /preprod-evals` until every item is captured (every call answered
+and recorded: the like-for-like comparison with the httpx loop, and the one the target is set
+on) and until the run reaches a final status (scoring included). Both are read by polling
+`GET /preprod-evals/{id}` every 50 ms.
+
+    python bench/push_run.py                     # 1,000 items, SQLite in a temp dir
+    python bench/push_run.py --quick             # 200 items, a smoke run
+    python bench/push_run.py --database-url postgresql+psycopg://user@host:5432/db
+
+It is a measurement, not a test: it exits 0 whether or not the target is met, and 1 only when
+the run itself is not trustworthy (a server failed to start, a baseline call failed, or the Neens
+run did not score every item).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+TARGET_RATIO = 1.3
+DEFAULT_ITEMS = 1_000
+QUICK_ITEMS = 200
+POLL_INTERVAL_S = 0.050
+FINAL_STATUSES = frozenset({"completed", "completed_with_regressions", "failed", "cancelled"})
+LOAD_WARNING = 0.5
+"""1-min load average above which the run warns that the machine is not quiet."""
+STARTUP_TIMEOUT_S = 60.0
+REQUEST_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+
+console = Console(highlight=False)
+
+# ---------------------------------------------------------------------------------------------
+# The agent endpoint: a raw ASGI callable, run by this same file with --agent-port
+# ---------------------------------------------------------------------------------------------
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+def answer_for(prompt: str) -> str:
+    """`answer N` for `question N`: the golden expected output, so every item passes."""
+    return "answer " + prompt.removeprefix("question ")
+
+
+async def _respond(send: Send, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def make_agent_app(latency_s: float) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """POST (any path) with `{"input": ...}` answers `{"output": ...}` after `latency_s`.
+    GET /healthz answers 200; GET /stats counts the POSTs answered so far."""
+    answered = 0
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        nonlocal answered
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        if scope["method"] == "GET" and scope["path"] == "/healthz":
+            await _respond(send, 200, b'{"status":"ok"}')
+            return
+        if scope["method"] == "GET" and scope["path"] == "/stats":
+            await _respond(send, 200, json.dumps({"answered": answered}).encode())
+            return
+        if scope["method"] != "POST":
+            await _respond(send, 404, b'{"error":"not found"}')
+            return
+        chunks: list[bytes] = []
+        more_body = True
+        while more_body:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            more_body = message.get("more_body", False)
+        try:
+            prompt = json.loads(b"".join(chunks))["input"]
+            if not isinstance(prompt, str):
+                raise TypeError("input is not a string")
+        except (ValueError, KeyError, TypeError) as exc:
+            await _respond(send, 400, json.dumps({"error": f"bad request: {exc}"}).encode())
+            return
+        await asyncio.sleep(latency_s)
+        answered += 1
+        await _respond(send, 200, json.dumps({"output": answer_for(prompt)}).encode())
+
+    return app
+
+
+def _run_agent(port: int, latency_ms: float) -> int:
+    import uvicorn
+
+    # The same call `neens serve` makes: uvicorn.run with one worker and default loop/http.
+    uvicorn.run(make_agent_app(latency_ms / 1000), host="127.0.0.1", port=port, log_level="warning")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Server processes
+# ---------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    name: str
+    url: str
+    log_path: Path
+    popen: subprocess.Popen[bytes]
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
+
+    def stop(self) -> None:
+        if self.popen.poll() is not None:
+            return
+        self.popen.terminate()
+        try:
+            self.popen.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(STOP_TIMEOUT_S)
+
+
+def start_server(
+    name: str, cmd: list[str], port: int, workdir: Path, env: dict[str, str]
+) -> ServerProcess:
+    log_path = workdir / f"{name.lower()}.log"
+    with log_path.open("wb") as log:
+        popen = subprocess.Popen(
+            cmd,
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C reaches only the harness, which stops it cleanly.
+        )
+    return ServerProcess(name, f"http://127.0.0.1:{port}", log_path, popen)
+
+
+def wait_healthy(server: ServerProcess, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    last_error = "no answer yet"
+    while time.monotonic() < deadline:
+        if server.popen.poll() is not None:
+            raise RuntimeError(
+                f"{server.name} exited with code {server.popen.returncode} during startup:\n"
+                f"{server.log_tail()}"
+            )
+        try:
+            response = httpx.get(f"{server.url}/healthz", timeout=2.0)
+            if response.status_code == 200:
+                return
+            last_error = f"HTTP {response.status_code}: {response.text[:200]}"
+        except httpx.HTTPError as exc:
+            last_error = f"{type(exc).__name__}: {exc}"
+        time.sleep(0.1)
+    raise RuntimeError(
+        f"{server.name} was not healthy after {timeout_s:.0f}s ({last_error}):\n{server.log_tail()}"
+    )
+
+
+def create_api_key(database_url: str, workdir: Path, env: dict[str, str]) -> str:
+    cmd = [
+        sys.executable,
+        "-m",
+        "neens_eval",
+        "keys",
+        "create",
+        "--company",
+        "Bench",
+        "--project",
+        "Bench",
+        "--json",
+        "--database-url",
+        database_url,
+    ]
+    done = subprocess.run(
+        cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    if done.returncode != 0:
+        stderr_tail = "\n".join(done.stderr.splitlines()[-15:])
+        raise RuntimeError(f"`neens keys create` failed ({done.returncode}):\n{stderr_tail}")
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("{"):
+            return str(json.loads(line)["key"])
+    raise RuntimeError(f"`neens keys create --json` printed no JSON:\n{done.stdout}")
+
+
+def answered_count(agent: ServerProcess) -> int:
+    """POSTs the agent endpoint has answered since it started."""
+    response = httpx.get(f"{agent.url}/stats", timeout=5.0)
+    response.raise_for_status()
+    return int(response.json()["answered"])
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far, all threads (Linux /proc; None elsewhere)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # after "pid (comm)": state is fields[0]
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------------------------------------
+# The baseline: a bare httpx loop
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoadResult:
+    requests: int = 0
+    ok: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    """CPU of this (the client's) process during the loop."""
+    latencies: list[float] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+    first_error: str | None = None
+    unsent: int = 0
+
+    @property
+    def failures(self) -> int:
+        return self.requests - self.ok
+
+    def fail(self, kind: str, detail: str) -> None:
+        self.errors[kind] += 1
+        self.first_error = self.first_error or detail
+
+    def latency_ms(self, quantile: float) -> float:
+        if len(self.latencies) < 2:
+            return self.latencies[0] * 1000 if self.latencies else 0.0
+        cuts = statistics.quantiles(self.latencies, n=100, method="inclusive")
+        return cuts[min(98, max(0, round(quantile * 100) - 1))] * 1000
+
+
+async def send_all(
+    client: httpx.AsyncClient, prompts: list[str], concurrency: int, max_seconds: float
+) -> LoadResult:
+    """POST every prompt with `concurrency` worker tasks; each answer must be a 200 with a JSON
+    string `output`."""
+    result = LoadResult()
+    indexes = iter(range(len(prompts)))
+    start, start_cpu = time.perf_counter(), time.process_time()
+    stop_at = start + max_seconds
+
+    async def worker() -> None:
+        for i in indexes:  # shared iterator: bounded by len(prompts)
+            if time.perf_counter() > stop_at:
+                result.unsent += 1
+                continue
+            sent = time.perf_counter()
+            result.requests += 1
+            try:
+                response = await client.post("/agent", json={"input": prompts[i]})
+            except httpx.HTTPError as exc:
+                result.fail(type(exc).__name__, f"{type(exc).__name__}: {exc}")
+                continue
+            result.latencies.append(time.perf_counter() - sent)
+            if response.status_code != 200:
+                result.fail(
+                    f"HTTP {response.status_code}",
+                    f"HTTP {response.status_code}: {response.text[:300]}",
+                )
+                continue
+            try:
+                output = response.json()["output"]
+            except (ValueError, KeyError, TypeError) as exc:
+                result.fail("no output", f"no JSON output ({exc}): {response.text[:300]}")
+                continue
+            if not isinstance(output, str):
+                result.fail("no output", f"output is not a string: {response.text[:300]}")
+                continue
+            result.ok += 1
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    result.seconds = time.perf_counter() - start
+    result.cpu_seconds = time.process_time() - start_cpu
+    return result
+
+
+async def measure_httpx(
+    agent_url: str, warmup: list[str], prompts: list[str], concurrency: int, max_seconds: float
+) -> tuple[LoadResult, LoadResult]:
+    """Warm up, then time the real loop, over one client (connections stay open between)."""
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(
+        base_url=agent_url, limits=limits, timeout=httpx.Timeout(REQUEST_TIMEOUT_S)
+    ) as client:
+        warm = await send_all(client, warmup, concurrency, max_seconds)
+        timed = await send_all(client, prompts, concurrency, max_seconds)
+    return warm, timed
+
+
+# ---------------------------------------------------------------------------------------------
+# Neens: a push-mode pre-prod run
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PushResult:
+    items: int
+    run_id: str = ""
+    status: str = "not started"
+    error: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    create_seconds: float = 0.0
+    """POST /preprod-evals, request to answer."""
+    capture_seconds: float | None = None
+    """Until a poll first saw every item captured, scored or errored."""
+    total_seconds: float | None = None
+    """Until a poll first saw a final status."""
+    server_seconds: float | None = None
+    """The run's own createdAt -> completedAt."""
+    capture_cpu: float | None = None
+    """CPU seconds of the Neens server process from the POST until `capture_seconds`."""
+    total_cpu: float | None = None
+    """... until `total_seconds`."""
+    polls: int = 0
+    passed: int | None = None
+    calls_answered: int | None = None
+    """POSTs the endpoint answered during the run (from its /stats)."""
+    timed_out: bool = False
+
+    @property
+    def trustworthy(self) -> bool:
+        return (
+            not self.timed_out
+            and self.status in ("completed", "completed_with_regressions")
+            and self.counts.get("scored") == self.items
+            and self.capture_seconds is not None
+            and self.total_seconds is not None
+        )
+
+
+def _check(response: httpx.Response, what: str) -> dict[str, Any]:
+    if response.status_code not in (200, 201):
+        raise RuntimeError(f"{what}: HTTP {response.status_code}: {response.text[:500]}")
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+async def create_dataset(client: httpx.AsyncClient, name: str, prompts: list[str]) -> str:
+    dataset = _check(await client.post("/datasets", json={"name": name}), "POST /datasets")
+    items = [{"input": p, "expected_output": answer_for(p)} for p in prompts]
+    _check(
+        await client.post(
+            f"/datasets/{dataset['id']}/versions", json={"items": items, "golden": True}
+        ),
+        "POST /datasets/{id}/versions",
+    )
+    return str(dataset["id"])
+
+
+async def push_run(
+    client: httpx.AsyncClient,
+    neens_pid: int,
+    dataset_id: str,
+    connection_id: str,
+    version_label: str,
+    items: int,
+    max_seconds: float,
+) -> PushResult:
+    """Create a push run and poll it every 50 ms until it reaches a final status."""
+    result = PushResult(items=items)
+    body = {
+        "dataset_id": dataset_id,
+        "version_label": version_label,
+        "runner_mode": "push",
+        "agent_connection_id": connection_id,
+    }
+    start_cpu = process_cpu_seconds(neens_pid)
+    start = time.perf_counter()
+    run = _check(await client.post("/preprod-evals", json=body), "POST /preprod-evals")
+    result.create_seconds = time.perf_counter() - start
+    result.run_id = str(run["id"])
+    max_polls = math.ceil(max_seconds / POLL_INTERVAL_S) + 1
+    for _ in range(max_polls):  # bounded in count and, below, in time
+        counts: dict[str, int] = run["counts"]
+        now = time.perf_counter() - start
+        cpu = process_cpu_seconds(neens_pid)
+        cpu_used = cpu - start_cpu if cpu is not None and start_cpu is not None else None
+        result.status, result.error, result.counts = run["status"], run["error"], counts
+        if result.capture_seconds is None and (
+            counts["captured"] + counts["scored"] + counts["error"] >= items
+        ):
+            result.capture_seconds, result.capture_cpu = now, cpu_used
+        if run["status"] in FINAL_STATUSES:
+            result.total_seconds, result.total_cpu = now, cpu_used
+            created, completed = _parse_time(run["createdAt"]), _parse_time(run["completedAt"])
+            if created is not None and completed is not None:
+                result.server_seconds = (completed - created).total_seconds()
+            break
+        if now > max_seconds:
+            result.timed_out = True
+            break
+        await asyncio.sleep(POLL_INTERVAL_S)
+        result.polls += 1
+        run = _check(await client.get(f"/preprod-evals/{result.run_id}"), "GET /preprod-evals/{id}")
+    else:
+        result.timed_out = True
+    if result.total_seconds is not None:
+        listing = _check(
+            await client.get(f"/preprod-evals/{result.run_id}/items"),
+            "GET /preprod-evals/{id}/items",
+        )
+        result.passed = sum(1 for item in listing["items"] if item["passed"] is True)
+    return result
+
+
+async def measure_neens(
+    neens: ServerProcess,
+    agent: ServerProcess,
+    key: str,
+    warmup: list[str],
+    prompts: list[str],
+    max_seconds: float,
+) -> tuple[PushResult | None, PushResult]:
+    """Set up the datasets and the connection, run an untimed warm-up run, then the timed one."""
+    tag = uuid.uuid4().hex[:8]  # the run may share a database (and project) with earlier ones
+    async with httpx.AsyncClient(
+        base_url=neens.url,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=httpx.Timeout(REQUEST_TIMEOUT_S),
+    ) as client:
+        dataset_id = await create_dataset(client, f"bench-{tag}", prompts)
+        connection = _check(
+            await client.post(
+                "/agent-connections",
+                json={
+                    "name": f"bench-agent-{tag}",
+                    "url": f"{agent.url}/agent",
+                    "requestFormat": "neens",
+                },
+            ),
+            "POST /agent-connections",
+        )
+        connection_id = str(connection["id"])
+        warm: PushResult | None = None
+        if warmup:
+            warm_dataset = await create_dataset(client, f"bench-warmup-{tag}", warmup)
+            warm = await push_run(
+                client,
+                neens.popen.pid,
+                warm_dataset,
+                connection_id,
+                f"warmup-{tag}",
+                len(warmup),
+                max_seconds,
+            )
+        before = answered_count(agent)
+        timed = await push_run(
+            client,
+            neens.popen.pid,
+            dataset_id,
+            connection_id,
+            f"bench-{tag}",
+            len(prompts),
+            max_seconds,
+        )
+        timed.calls_answered = answered_count(agent) - before
+    return warm, timed
+
+
+# ---------------------------------------------------------------------------------------------
+# Main
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Wall time of a Neens push-mode pre-prod run against a bare httpx loop "
+        "making the same calls to the same endpoint."
+    )
+    parser.add_argument(
+        "--items",
+        type=int,
+        default=None,
+        help=f"golden items (= endpoint calls) per target (default {DEFAULT_ITEMS})",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=32,
+        help="calls in flight, for the httpx loop and as NEENS_PUSH_CONCURRENCY (default 32)",
+    )
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=50.0,
+        help="how long the agent endpoint takes to answer each call (default 50)",
+    )
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        default=None,
+        help="database for the Neens server (default: a fresh SQLite file in a temp dir); "
+        "it must be empty or a Neens database, and the run adds rows to it",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a smoke run: {QUICK_ITEMS} items (unless --items is given)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=32,
+        help="untimed calls per target first: httpx requests, and the items of one untimed "
+        "Neens push run (default 32; 0 for none)",
+    )
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=600.0,
+        help="give up on a target (the httpx loop, or one Neens run) after this long (default 600)",
+    )
+    parser.add_argument("--agent-port", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.items is None:
+        args.items = QUICK_ITEMS if args.quick else DEFAULT_ITEMS
+    if (
+        args.items < 1
+        or args.concurrency < 1
+        or args.warmup < 0
+        or args.latency_ms < 0
+        or args.max_seconds <= 0
+    ):
+        parser.error(
+            "--items and --concurrency must be >= 1, --warmup and --latency-ms >= 0, "
+            "--max-seconds > 0"
+        )
+    return args
+
+
+def _ratio(value: float | None, baseline: float) -> str:
+    if value is None or baseline <= 0:
+        return "n/a"
+    return f"{value / baseline:.2f}x"
+
+
+def report(base: LoadResult, neens: PushResult, args: argparse.Namespace, db_label: str) -> bool:
+    floor = math.ceil(args.items / args.concurrency) * args.latency_ms / 1000
+    table = Table(
+        title=f"Push run, {args.items:,} items, {args.concurrency} in flight, "
+        f"{args.latency_ms:g} ms endpoint, Neens on {db_label}"
+    )
+    table.add_column("target", justify="left")
+    for column in ("calls", "failed", "seconds", "ratio", "cpu s", "p50 ms", "p99 ms"):
+        table.add_column(column, justify="right")
+
+    def seconds(value: float | None) -> str:
+        return f"{value:.2f}" if value is not None else "n/a"
+
+    failed_items = neens.counts.get("error", 0) + neens.counts.get("pending", 0)
+    table.add_row("floor", f"{args.items:,}", "", f"{floor:.2f}", "", "", "", "")
+    table.add_row(
+        "httpx",
+        f"{base.requests:,}",
+        f"{base.failures:,}",
+        f"{base.seconds:.2f}",
+        "1.00x",
+        f"{base.cpu_seconds:.2f}",
+        f"{base.latency_ms(0.5):.1f}",
+        f"{base.latency_ms(0.99):.1f}",
+    )
+    table.add_row(
+        "neens captured",
+        f"{neens.calls_answered:,}" if neens.calls_answered is not None else "n/a",
+        f"{failed_items:,}",
+        seconds(neens.capture_seconds),
+        _ratio(neens.capture_seconds, base.seconds),
+        seconds(neens.capture_cpu),
+        "",
+        "",
+    )
+    table.add_row(
+        "neens complete",
+        "",
+        "",
+        seconds(neens.total_seconds),
+        _ratio(neens.total_seconds, base.seconds),
+        seconds(neens.total_cpu),
+        "",
+        "",
+    )
+    console.print(table)
+
+    c = neens.counts
+    passed = f"{neens.passed:,}" if neens.passed is not None else "n/a"
+    console.print(
+        f"Neens run {neens.run_id}: status {neens.status}; counts pending {c.get('pending', 0):,}"
+        f" / captured {c.get('captured', 0):,} / scored {c.get('scored', 0):,}"
+        f" / error {c.get('error', 0):,}; {passed} passed; "
+        f"{neens.polls} polls; POST /preprod-evals took {neens.create_seconds * 1000:.0f} ms"
+        + (
+            f"; server-side createdAt -> completedAt {neens.server_seconds:.2f}s"
+            if neens.server_seconds is not None
+            else ""
+        )
+    )
+    console.print(
+        "[dim]Caveats: 'neens complete' also scores every item with the default judge (built-in "
+        "fuzzy similarity), work the httpx loop does not do; 'neens captured' (every call "
+        "answered and recorded) is the like-for-like comparison, and the one the target is "
+        "on. 'floor' is the endpoint latency times the rounds of calls. Both Neens times are "
+        f"read by polling every {POLL_INTERVAL_S * 1000:.0f} ms, so each can be late by up to "
+        "one poll "
+        "(and one GET). 'cpu s' is the CPU the caller used over that time: this process for "
+        "the httpx loop, the Neens server process (all its threads) for Neens.[/dim]"
+    )
+
+    trustworthy = True
+    if base.failures or base.unsent:
+        trustworthy = False
+        console.print(
+            f"[red]httpx loop: {base.failures} failed calls {dict(base.errors)}, "
+            f"{base.unsent} not sent (time limit)[/red]"
+        )
+        if base.first_error:
+            console.print(f"[red]  first error: {base.first_error}[/red]")
+    if not neens.trustworthy:
+        trustworthy = False
+        why = "timed out" if neens.timed_out else f"ended {neens.status}"
+        console.print(
+            f"[red]neens: the run did not score all {args.items:,} items ({why}; "
+            f"scored {c.get('scored', 0):,})[/red]"
+        )
+        if neens.error:
+            console.print(f"[red]  run error: {neens.error}[/red]")
+    if neens.passed is not None and neens.passed != args.items:
+        console.print(
+            f"[yellow]note: {neens.passed:,} of {args.items:,} items passed; the endpoint "
+            "answers each item's expected output, so all should[/yellow]"
+        )
+    if neens.calls_answered is not None and neens.calls_answered != args.items:
+        console.print(
+            f"[yellow]note: the endpoint answered {neens.calls_answered:,} calls during the "
+            f"Neens run, for {args.items:,} items[/yellow]"
+        )
+
+    if neens.capture_seconds is None or base.seconds <= 0:
+        console.print("[red]ratio neens/httpx: n/a (Neens did not capture every item)[/red]")
+        return False
+    capture_ratio = neens.capture_seconds / base.seconds
+    print(
+        f"ratio neens/httpx (neens captured): {capture_ratio:.2f}x "
+        f"(neens_seconds / httpx_seconds, target <= {TARGET_RATIO:.1f}x)"
+    )
+    if neens.total_seconds is not None:
+        print(
+            f"ratio neens/httpx (neens complete, incl. scoring): "
+            f"{neens.total_seconds / base.seconds:.2f}x (shown alongside; not the target)"
+        )
+    if not trustworthy:
+        # A run that did not score every item is a failed benchmark, not a fast one.
+        console.print("[red]NO VERDICT: the run had errors (see above)[/red]")
+        return False
+    met = capture_ratio <= TARGET_RATIO
+    console.print("[green]target met[/green]" if met else "[red]TARGET MISSED[/red]")
+    return True
+
+
+def load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    load = load_average()
+    console.print(
+        f"Python {platform.python_version()} on {platform.system()}, {os.cpu_count()} CPUs"
+        + (f" (1-min load average {load:.2f} before starting)" if load is not None else "")
+        + f"; {args.items:,} items, concurrency {args.concurrency}, endpoint latency "
+        f"{args.latency_ms:g} ms, warm-up {args.warmup}"
+    )
+    if load is not None and load > LOAD_WARNING:
+        console.print(
+            f"[yellow]The machine is busy (load {load:.2f}): other work moves both numbers, "
+            "and not always by the same amount. Compare ratios from quiet runs.[/yellow]"
+        )
+    prompts = [f"question {n}" for n in range(args.items)]
+    warmup = [f"question {n}" for n in range(args.items, args.items + args.warmup)]
+
+    servers: list[ServerProcess] = []
+    with tempfile.TemporaryDirectory(prefix="neens-bench-") as tmp:
+        workdir = Path(tmp)
+        database_url = args.database_url or f"sqlite:///{workdir / 'neens.db'}"
+        db_label = database_url.split("://", 1)[0]
+        env = {**os.environ, "NEENS_HOME": str(workdir / "home"), "PYTHONUNBUFFERED": "1"}
+        neens_env = {**env, "NEENS_PUSH_CONCURRENCY": str(args.concurrency)}
+        try:
+            key = create_api_key(database_url, workdir, env)
+            agent_port, neens_port = free_port(), free_port()
+            servers.append(
+                start_server(
+                    "Agent",
+                    [
+                        sys.executable,
+                        str(Path(__file__).resolve()),
+                        "--agent-port",
+                        str(agent_port),
+                        "--latency-ms",
+                        str(args.latency_ms),
+                    ],
+                    agent_port,
+                    workdir,
+                    env,
+                )
+            )
+            servers.append(
+                start_server(
+                    "Neens",
+                    [
+                        sys.executable,
+                        "-m",
+                        "neens_eval",
+                        "serve",
+                        "--port",
+                        str(neens_port),
+                        "--database-url",
+                        database_url,
+                        "--log-level",
+                        "warning",
+                    ],
+                    neens_port,
+                    workdir,
+                    neens_env,
+                )
+            )
+            for server in servers:
+                wait_healthy(server)
+            agent, neens = servers
+
+            console.print(f"httpx loop -> {agent.url} ...")
+            warm, base = asyncio.run(
+                measure_httpx(agent.url, warmup, prompts, args.concurrency, args.max_seconds)
+            )
+            if warm.failures:
+                console.print(
+                    f"[red]httpx: {warm.failures}/{warm.requests} warm-up calls failed; "
+                    f"first error: {warm.first_error}[/red]"
+                )
+
+            console.print(f"Neens push run ({neens.url} -> {agent.url}) ...")
+            warm_run, result = asyncio.run(
+                measure_neens(neens, agent, key, warmup, prompts, args.max_seconds)
+            )
+            if warm_run is not None and not warm_run.trustworthy:
+                console.print(
+                    f"[red]neens: the warm-up run ended {warm_run.status} with counts "
+                    f"{warm_run.counts} ({warm_run.error or 'no error'})[/red]"
+                )
+            for server in servers:
+                if server.popen.poll() is not None:
+                    console.print(f"[red]{server.name} exited during the run[/red]")
+            trustworthy = report(base, result, args, db_label)
+            if not trustworthy:
+                console.print(f"[dim]Neens log tail:\n{neens.log_tail()}[/dim]")
+            return 0 if trustworthy else 1
+        except (RuntimeError, httpx.HTTPError, subprocess.TimeoutExpired) as exc:
+            console.print(f"[red]benchmark could not run: {exc}[/red]")
+            for server in servers:
+                console.print(f"[dim]{server.name} log tail:\n{server.log_tail()}[/dim]")
+            return 1
+        finally:
+            for server in reversed(servers):
+                server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.agent_port is not None:
+        return _run_agent(args.agent_port, args.latency_ms)
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Waiting for a run's verdict, with a live progress line on standard error.
+
+On a terminal the progress line is rewritten in place; in a CI log (not a terminal) it is printed
+as a new line only when it changes, and at most every `LOG_EVERY_S` seconds unless the run's
+status changed, so a long run does not flood the log.
+
+The wait ends when the run is terminal (`finished`), when `--timeout` runs out (`timeout`), or,
+when some items' commands failed locally, when every item still pending on the server is one of
+those (`stalled`): their traces will never come, so waiting longer cannot bring a verdict.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TextIO
+
+from neens_eval.client import Client
+from neens_eval.errors import ApiError
+
+TERMINAL: Final = frozenset({"completed", "completed_with_regressions", "failed", "cancelled"})
+LOG_EVERY_S: Final = 10.0
+STALL_GRACE_S: Final = 2.0
+"""How long the pending set must stay made of locally failed items only before the wait stops:
+a trace exported just before its command crashed may still be on its way."""
+
+WaitOutcome = Literal["finished", "timeout", "stalled"]
+
+
+class Progress:
+    """One live status line on `stream`, plus permanent log lines above it."""
+
+    def __init__(self, stream: TextIO, *, interactive: bool | None = None) -> None:
+        self.stream = stream
+        if interactive is None:
+            isatty = getattr(stream, "isatty", None)
+            interactive = bool(isatty and isatty())
+        self.interactive = interactive
+        self._shown = ""
+        self._last_text = ""
+        self._last_time = 0.0
+        self._last_key = ""
+
+    def update(self, text: str, *, key: str = "") -> None:
+        """Show `text`; `key` (e.g. the run status) forces a log line when it changes."""
+        if self.interactive:
+            self.stream.write("\r\x1b[2K" + text)
+            self.stream.flush()
+            self._shown = text
+            return
+        now = time.monotonic()
+        if text == self._last_text:
+            return
+        if key == self._last_key and now - self._last_time < LOG_EVERY_S and self._last_text:
+            return
+        self.stream.write(text + "\n")
+        self.stream.flush()
+        self._last_text, self._last_time, self._last_key = text, now, key
+
+    def log(self, text: str) -> None:
+        """A line that stays (the live line, if any, is redrawn below it)."""
+        if self.interactive and self._shown:
+            self.stream.write("\r\x1b[2K")
+        self.stream.write(text + "\n")
+        if self.interactive and self._shown:
+            self.stream.write(self._shown)
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.interactive and self._shown:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+            self._shown = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WaitResult:
+    run: dict[str, Any]
+    outcome: WaitOutcome
+    waited_s: float
+
+
+class Poller:
+    """Polls the run, with a gentle back-off: quick at first, then every `max_interval` s."""
+
+    def __init__(self, client: Client, run_id: str, *, max_interval: float = 2.0) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.path = f"/preprod-evals/{urllib.parse.quote(run_id, safe='')}"
+        self.interval = 0.2
+        self.max_interval = max_interval
+
+    def run(self) -> dict[str, Any]:
+        return _object(self.client.get(self.path), f"GET {self.path}")
+
+    def items(self) -> list[dict[str, Any]]:
+        answer = _object(self.client.get(f"{self.path}/items"), f"GET {self.path}/items")
+        items = answer.get("items")
+        if not isinstance(items, list):
+            raise _unexpected(f"GET {self.path}/items", "an 'items' list")
+        return [item for item in items if isinstance(item, dict)]
+
+    def sleep(self) -> None:
+        time.sleep(self.interval)
+        self.interval = min(self.interval * 1.5, self.max_interval)
+
+
+def wait_for_verdict(
+    poller: Poller,
+    *,
+    timeout_s: float,
+    progress: Progress,
+    describe: Callable[[dict[str, Any], float], str],
+    failed_locally: Collection[str] = (),
+) -> WaitResult:
+    """Poll until the run is terminal, stalled on locally failed items, or `timeout_s` passed."""
+    started = time.monotonic()
+    deadline = started + timeout_s
+    stalled_since: float | None = None
+    while True:
+        run = poller.run()
+        now = time.monotonic()
+        status = str(run.get("status"))
+        progress.update(describe(run, now - started), key=status)
+        if status in TERMINAL:
+            return WaitResult(run, "finished", now - started)
+        if failed_locally and _only_failed_pending(poller, run, failed_locally):
+            stalled_since = stalled_since if stalled_since is not None else now
+            if now - stalled_since >= STALL_GRACE_S:
+                return WaitResult(run, "stalled", now - started)
+        else:
+            stalled_since = None
+        if now >= deadline:
+            return WaitResult(run, "timeout", now - started)
+        poller.sleep()
+
+
+def _only_failed_pending(poller: Poller, run: dict[str, Any], failed: Collection[str]) -> bool:
+    counts = run.get("counts")
+    pending = counts.get("pending") if isinstance(counts, dict) else None
+    if isinstance(pending, int) and not 0 < pending <= len(failed):
+        # Nothing pending (scoring is under way), or an item that ran fine is still on its way.
+        return False
+    still = {str(item.get("item_id")) for item in poller.items() if item.get("status") == "pending"}
+    return bool(still) and still <= set(failed)
+
+
+def _object(answer: Any, what: str) -> dict[str, Any]:
+    if not isinstance(answer, dict):
+        raise _unexpected(what, "a JSON object")
+    return answer
+
+
+def _unexpected(what: str, expected: str) -> ApiError:
+    return ApiError(
+        200,
+        "unexpected_response",
+        f"unexpected answer to {what}: expected {expected}; check that NEENS_BASE_URL points "
+        f"at a Neens server and that neens-eval is up to date (pip install -U neens-eval)",
+    )
