@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import func, select
 
 from neens.store.db import Database
@@ -219,3 +220,49 @@ async def test_scoring_is_dispatched_exactly_once_when_the_last_traces_land_toge
     assert jobs == 1
     # One Primary Score and one component verdict per item, never twice.
     assert scores == 2 * len(items)
+
+
+async def test_an_item_the_agent_could_not_run_is_reported_and_the_run_finishes_counting_it(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS)
+    run = await create_run(client, ingest_key, dataset_id=dataset_id, gate={"min_pass_rate": 0.9})
+    items = await items_of(client, ingest_key, run["id"])
+    url = f"/preprod-evals/{run['id']}/items/{items[0]['item_id']}/error"
+    r = await client.post(
+        url, json={"reason": "agent command exited with status 1"}, headers=auth(ingest_key)
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "error"
+    again = await client.post(url, json={"reason": "twice"}, headers=auth(ingest_key))
+    assert again.status_code == 409
+    for n, item in enumerate(items[1:]):
+        await send(
+            client,
+            ingest_key,
+            trace(f"e{n}", item["expected_output"], run_id=run["id"], item_id=item["item_id"]),
+        )
+    done = await wait_for_run(client, ingest_key, run["id"])
+    assert done["status"] == "completed"
+    assert done["counts"] == {"pending": 0, "captured": 0, "scored": 2, "error": 1}
+    gate = (await client.get(f"/preprod-evals/{run['id']}/gate", headers=auth(ingest_key))).json()
+    assert gate["passed"] is False
+    assert gate["passRate"] == pytest.approx(2 / 3)
+
+
+async def test_reporting_every_item_fails_the_run(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS[:1])
+    run = await create_run(client, ingest_key, dataset_id=dataset_id)
+    [item] = await items_of(client, ingest_key, run["id"])
+    r = await client.post(
+        f"/preprod-evals/{run['id']}/items/{item['item_id']}/error",
+        json={"reason": "timed out after 300 s"},
+        headers=auth(ingest_key),
+    )
+    assert r.status_code == 200
+    done = await wait_for_run(client, ingest_key, run["id"])
+    assert done["status"] == "failed"
+    [final] = await items_of(client, ingest_key, run["id"])
+    assert final["error"] == "timed out after 300 s"

@@ -284,7 +284,7 @@ def test_a_breached_block_rule_fails_the_gate_even_when_the_server_gate_passes(
     ]
 
 
-def test_an_item_whose_command_fails_is_reported_and_the_cli_does_not_wait_forever(
+def test_an_item_the_server_cannot_record_as_an_error_is_reported_and_the_cli_does_not_hang(
     env: FakeNeens, agent: Agent, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
@@ -307,9 +307,13 @@ def test_an_item_whose_command_fails_is_reported_and_the_cli_does_not_wait_forev
             "itemId": "dsi_0",
             "input": PROMPTS[0],
             "reason": "the command exited with code 4: RuntimeError: the model is down",
+            "recorded": False,
         }
     ]
-    assert result["gate"] is None  # the run never finished: there is no server verdict
+    # This server could not record the item as an error (it answers 404), so the run never
+    # finished: there is no server verdict, and the run is left open for a re-run.
+    assert "POST /preprod-evals/ppr_1/items/dsi_0/error" in env.paths()
+    assert result["gate"] is None
     assert "neens: item dsi_0: the command exited with code 4" in out.err
     assert f"neens eval run --run-id ppr_1 -- {sys.executable}" in out.err
     assert "POST /preprod-evals/ppr_1/cancel" not in env.paths()  # left open for a re-run

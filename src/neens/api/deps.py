@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -80,3 +81,30 @@ def require_role(*roles: Role) -> Callable[[Principal], Awaitable[Principal]]:
 
 AnyKey = Annotated[Principal, Depends(authenticate)]
 AdminKey = Annotated[Principal, Depends(require_role("admin"))]
+
+
+@dataclass(frozen=True, slots=True)
+class Ingest:
+    """What a trace receiver needs: the caller (any role), the span writer, the job worker to
+    wake and the settings."""
+
+    principal: Principal
+    writer: SpanWriter
+    worker: Worker
+    settings: Settings
+
+
+async def ingest_context(request: Request) -> Ingest:
+    """The `Ingest` context as one dependency.
+
+    The receiver is the busiest route, and FastAPI's per-dependency machinery cost more than
+    reading four attributes: one dependency instead of five (the key's, the database's and the
+    three above) is measurably cheaper per request. The key is still checked before the route's
+    body runs, with the same errors as `AnyKey`.
+    """
+    state = request.app.state
+    principal = await authenticate(request, state.db)
+    return Ingest(principal, state.span_writer, state.worker, state.settings)
+
+
+IngestDep = Annotated[Ingest, Depends(ingest_context)]

@@ -332,3 +332,50 @@ async def dispatch_scoring_once(s: AsyncSession, run_id: str) -> bool:
         return False
     await enqueue(s, "preprod.score", {"run_id": run_id}, dedupe_key=f"score:{run_id}")
     return True
+
+
+async def report_item_error(
+    db: Database, project_id: str, run_id: str, item_id: str, reason: str
+) -> bool:
+    """Record that a runner-mode item could not be run (the agent command failed), so the run
+    can finish with the failure counted instead of waiting for a trace that will never come.
+
+    Returns True when this was the last pending item and scoring was dispatched.
+    """
+    async with db.write() as s:
+        run = await s.scalar(
+            _run_query(project_id).where(PreprodRun.id == run_id).with_for_update()
+        )
+        if run is None:
+            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        if run.runner_mode != "runner":
+            raise Conflict(
+                f"run {run_id} is in push mode: Neens records its items' failures itself",
+                field="run_id",
+            )
+        if run.status in TERMINAL:
+            raise Conflict(f"run {run_id} is already {run.status}", field="run_id")
+        item = await s.scalar(
+            select(PreprodItem).where(PreprodItem.run_id == run_id, PreprodItem.item_id == item_id)
+        )
+        if item is None:
+            raise NotFound(f"run {run_id} has no item {item_id!r}", field="item_id")
+        if item.status != "pending":
+            raise Conflict(
+                f"item {item_id} is already {item.status}; only a pending item can be reported",
+                field="item_id",
+            )
+        item.status = "error"
+        item.error = reason
+        if run.status == "awaiting_traces":
+            run.status = "running"
+            run.started_at = utcnow()
+        await s.flush()
+        remaining = await s.scalar(
+            select(func.count()).where(
+                PreprodItem.run_id == run_id, PreprodItem.status == "pending"
+            )
+        )
+        if remaining:
+            return False
+        return await dispatch_scoring_once(s, run_id)

@@ -10,10 +10,12 @@ in OTEL_RESOURCE_ATTRIBUTES; `push` creates a run in which Neens calls the agent
 Both then wait for the verdict, evaluate the gate policy's client-side rules, print the result,
 and exit: 0 passed, 1 failed, 2 usage or configuration error, 3 no verdict (see summary.py).
 
-An item whose command fails or times out stays pending on the server (the server has no way to
-be told "this item errored" in runner mode), so the run cannot finish: once every other item is
-captured, the command reports those items as not run and exits 1, leaving the run open so that
-`neens eval run --run-id` can run just them after the fix.
+An item whose command fails or times out never sends a trace. Once every other item is captured
+(and a short grace period has passed, in case its trace was exported after all), the command
+records it on the server as an error (`POST /preprod-evals/{id}/items/{item}/error`), so the run
+finishes with that failure counted in its verdict; the command still exits 1, since part of the
+golden set was not run. When the server cannot record it, the run is left open and
+`neens eval run --run-id` runs just the missing items after the fix.
 """
 
 from __future__ import annotations
@@ -431,6 +433,26 @@ def _conclude(
         )
     else:
         progress.log(f"neens: waiting for {run_id}'s verdict (timeout {args.timeout:g} s)")
+    reported: set[str] = set()
+
+    def report_failed(item_ids: list[str]) -> bool:
+        for item_id in item_ids:
+            try:
+                client.post(
+                    f"{poller.path}/items/{urllib.parse.quote(item_id, safe='')}/error",
+                    {"reason": f"not run: {runs[item_id].reason}"},
+                )
+            except ApiError as exc:
+                if exc.status != 409:  # 409: its trace arrived after all; the verdict stands
+                    progress.log(f"neens: could not record item {item_id} as an error: {exc}")
+                    return False
+            reported.add(item_id)
+        progress.log(
+            f"neens: recorded {len(item_ids)} item{'s' if len(item_ids) > 1 else ''} whose "
+            f"command failed as errors on the server; waiting for the verdict"
+        )
+        return True
+
     try:
         waited = wait_for_verdict(
             poller,
@@ -438,9 +460,10 @@ def _conclude(
             progress=progress,
             describe=_describe_progress(run_id),
             failed_locally=failed_locally,
+            report_failed=report_failed,
         )
         progress.close()
-        result = _read_result(client, poller, waited, args, policy, runs)
+        result = _read_result(client, poller, waited, args, policy, runs, reported)
     except NeensClientError as exc:
         progress.close()
         _no_verdict(client, run, args, policy, progress, exc)
@@ -455,6 +478,7 @@ def _read_result(
     args: argparse.Namespace,
     policy: GatePolicy,
     runs: Mapping[str, ItemRun],
+    reported: set[str],
 ) -> EvalResult:
     run = waited.run
     path = poller.path
@@ -479,8 +503,15 @@ def _read_result(
         if item_run.ok:
             continue
         item = by_id.get(item_id, {})
-        if item.get("status") == "pending":
-            not_run.append(NotRun(item_id, str(item.get("input") or ""), item_run.reason))
+        if item.get("status") == "pending" or item_id in reported:
+            not_run.append(
+                NotRun(
+                    item_id,
+                    str(item.get("input") or ""),
+                    item_run.reason,
+                    recorded=item_id in reported,
+                )
+            )
         else:
             warnings.append(
                 f"item {item_id}: {item_run.reason}, but its trace was captured, so the "

@@ -36,6 +36,8 @@ class NotRun:
     item_id: str
     input: str
     reason: str
+    recorded: bool = False
+    """Recorded on the server as an error, so the run's verdict counts it."""
 
 
 @dataclass
@@ -100,9 +102,14 @@ class EvalResult:
             return reasons
         if self.not_run:
             count = len(self.not_run)
+            consequence = (
+                "they count as errors in the run"
+                if all(n.recorded for n in self.not_run)
+                else "so the run cannot finish"
+            )
             reasons.append(
                 f"{count} item{'s were' if count > 1 else ' was'} not run: the agent command "
-                f"failed, so the run cannot finish"
+                f"failed, {consequence}"
             )
         if self.outcome == "stalled" and not self.not_run:
             # The failed items' traces arrived between the last two reads: rare, but honest.
@@ -170,7 +177,8 @@ class EvalResult:
             "rules": [rule.to_json() for rule in self.rules],
             "regressions": self.regressions(),
             "notRun": [
-                {"itemId": n.item_id, "input": n.input, "reason": n.reason} for n in self.not_run
+                {"itemId": n.item_id, "input": n.input, "reason": n.reason, "recorded": n.recorded}
+                for n in self.not_run
             ],
             "warnings": self.warnings,
             "policy": self.policy_source,
@@ -247,7 +255,12 @@ def write_summary(result: EvalResult, stream: TextIO) -> None:
             lines.append(("  " + "  ".join(cells) + "  " + row[5]).rstrip())
 
     if result.not_run:
-        lines += ["", f"Not run ({len(result.not_run)}): still pending on the server"]
+        where = (
+            "recorded as errors on the server"
+            if all(n.recorded for n in result.not_run)
+            else "still pending on the server"
+        )
+        lines += ["", f"Not run ({len(result.not_run)}): {where}"]
         lines += [f"  - {n.item_id} {_quote(n.input)}: {n.reason}" for n in result.not_run]
 
     if result.warnings:
@@ -276,6 +289,8 @@ def _next_steps(result: EvalResult) -> list[str]:
         f"neens eval run --run-id {result.run_id} -- "
         f"{shlex.join(result.command) if result.command else '<your agent command>'}"
     )
+    if result.not_run and all(n.recorded for n in result.not_run):
+        return ["Fix the agent, then start a new run: the failed items are errors in this one."]
     if result.not_run:
         return [f"Fix the agent, then run only the missing items: {again}"]
     if result.outcome != "timeout":

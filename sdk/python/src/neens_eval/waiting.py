@@ -114,11 +114,19 @@ def wait_for_verdict(
     progress: Progress,
     describe: Callable[[dict[str, Any], float], str],
     failed_locally: Collection[str] = (),
+    report_failed: Callable[[list[str]], bool] | None = None,
 ) -> WaitResult:
-    """Poll until the run is terminal, stalled on locally failed items, or `timeout_s` passed."""
+    """Poll until the run is terminal, stalled on locally failed items, or `timeout_s` passed.
+
+    When only locally failed items are left pending (for `STALL_GRACE_S`, in case their traces
+    are still on the way), `report_failed` is asked to record them on the server as errors; the
+    run then finishes with them counted, and the wait goes on to the real verdict. Without it,
+    or when reporting fails, the wait ends as "stalled".
+    """
     started = time.monotonic()
     deadline = started + timeout_s
     stalled_since: float | None = None
+    reported = False
     while True:
         run = poller.run()
         now = time.monotonic()
@@ -126,10 +134,13 @@ def wait_for_verdict(
         progress.update(describe(run, now - started), key=status)
         if status in TERMINAL:
             return WaitResult(run, "finished", now - started)
-        if failed_locally and _only_failed_pending(poller, run, failed_locally):
+        still = _failed_still_pending(poller, run, failed_locally) if failed_locally else set()
+        if still and not reported:
             stalled_since = stalled_since if stalled_since is not None else now
             if now - stalled_since >= STALL_GRACE_S:
-                return WaitResult(run, "stalled", now - started)
+                if report_failed is None or not report_failed(sorted(still)):
+                    return WaitResult(run, "stalled", now - started)
+                reported = True
         else:
             stalled_since = None
         if now >= deadline:
@@ -137,14 +148,15 @@ def wait_for_verdict(
         poller.sleep()
 
 
-def _only_failed_pending(poller: Poller, run: dict[str, Any], failed: Collection[str]) -> bool:
+def _failed_still_pending(poller: Poller, run: dict[str, Any], failed: Collection[str]) -> set[str]:
+    """The locally failed items, when they are all that is left pending; else nothing."""
     counts = run.get("counts")
     pending = counts.get("pending") if isinstance(counts, dict) else None
     if isinstance(pending, int) and not 0 < pending <= len(failed):
         # Nothing pending (scoring is under way), or an item that ran fine is still on its way.
-        return False
+        return set()
     still = {str(item.get("item_id")) for item in poller.items() if item.get("status") == "pending"}
-    return bool(still) and still <= set(failed)
+    return still if still and still <= set(failed) else set()
 
 
 def _object(answer: Any, what: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query
 from neens.api.deps import AnyKey, DbDep, WorkerDep
 from neens.api.schemas.preprod import (
     ItemCounts,
+    ItemErrorIn,
     PreprodCreate,
     PreprodItemList,
     PreprodItemOut,
@@ -99,23 +100,36 @@ async def get_run(run_id: str, principal: AnyKey, db: DbDep) -> PreprodOut:
 async def list_items(run_id: str, principal: AnyKey, db: DbDep) -> PreprodItemList:
     """The frozen prompts to drive the agent with, and each one's capture and verdict."""
     items = await store.list_items(db, principal.project_id, run_id)
-    return PreprodItemList(
-        items=[
-            PreprodItemOut(
-                item_id=i.item_id,
-                position=i.position,
-                input=i.input,
-                expected_output=i.expected_output,
-                status=i.status,
-                session_id=i.session_id,
-                score=i.score,
-                passed=i.passed,
-                baseline_passed=i.baseline_passed,
-                error=i.error,
-            )
-            for i in items
-        ]
+    return PreprodItemList(items=[_item_out(i) for i in items])
+
+
+def _item_out(i: store.RunItem) -> PreprodItemOut:
+    return PreprodItemOut(
+        item_id=i.item_id,
+        position=i.position,
+        input=i.input,
+        expected_output=i.expected_output,
+        status=i.status,
+        session_id=i.session_id,
+        score=i.score,
+        passed=i.passed,
+        baseline_passed=i.baseline_passed,
+        error=i.error,
     )
+
+
+@router.post("/{run_id}/items/{item_id}/error", operation_id="preprod_evals-report_item_error")
+async def report_item_error(
+    run_id: str, item_id: str, body: ItemErrorIn, principal: AnyKey, db: DbDep, worker: WorkerDep
+) -> PreprodItemOut:
+    """Runner mode: mark a pending item `error` because your agent could not run it. The run
+    then finishes with that item counted as failed (`409` when the item is not pending)."""
+    if await store.report_item_error(db, principal.project_id, run_id, item_id, body.reason):
+        worker.notify()
+    [item] = [
+        i for i in await store.list_items(db, principal.project_id, run_id) if i.item_id == item_id
+    ]
+    return _item_out(item)
 
 
 @router.post("/{run_id}/cancel", operation_id="preprod_evals-cancel")

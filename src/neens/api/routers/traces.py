@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from neens.api.body import read_body
-from neens.api.deps import AnyKey, SettingsDep, SpanWriterDep, WorkerDep
+from neens.api.deps import IngestDep
 from neens.engine.ingest import ingest_spans
 from neens.errors import UnsupportedMediaType
 from neens.ingest.otlp import decode_json, decode_protobuf, encode_response, rejections_message
@@ -37,13 +37,7 @@ _OTLP_BODY = {
     response_class=Response,
     responses={200: {"content": {PROTOBUF: {}, JSON: {}}, "description": "Export response"}},
 )
-async def export_traces(
-    request: Request,
-    principal: AnyKey,
-    writer: SpanWriterDep,
-    worker: WorkerDep,
-    settings: SettingsDep,
-) -> Response:
+async def export_traces(request: Request, ingest: IngestDep) -> Response:
     """Receive an OTLP ExportTraceServiceRequest. Answers in the encoding it was sent."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type not in (PROTOBUF, JSON):
@@ -51,11 +45,13 @@ async def export_traces(
             f"Content-Type {content_type or '(none)'!r} is not accepted; send {PROTOBUF} or {JSON}",
             field="Content-Type",
         )
-    body = await read_body(request, settings.max_request_bytes)
+    body = await read_body(request, ingest.settings.max_request_bytes)
     is_json = content_type == JSON
     batch = decode_json(body) if is_json else decode_protobuf(body)
-    if batch.spans and await ingest_spans(writer, principal.project_id, batch.spans, "otlp"):
-        worker.notify()
+    if batch.spans and await ingest_spans(
+        ingest.writer, ingest.principal.project_id, batch.spans, "otlp"
+    ):
+        ingest.worker.notify()
     message = rejections_message(batch.rejections)
     return Response(
         encode_response(len(batch.rejections), message, json=is_json),

@@ -153,3 +153,8 @@ class PreprodItemList(BaseModel):
 
     items: list[PreprodItemOut]
     """The frozen prompts, in order."""
+
+
+class ItemErrorIn(RequestBody):
+    reason: StorableStr = Field(min_length=1, max_length=10_000)
+    """Why the item could not be run, e.g. `agent command exited with status 1`."""
