@@ -362,16 +362,35 @@ def test_a_server_gone_while_waiting_exits_3_and_still_writes_the_json_result(
     assert out.err.splitlines()[-1].startswith("neens: error: could not reach Neens")
 
 
-def test_no_verdict_before_the_timeout_exits_3_even_with_no_gate(
+def test_a_server_gone_while_waiting_with_no_gate_is_reported_and_exits_0(
+    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script(env)
+    env.reply("GET", "/preprod-evals/ppr_1", Reply(503, {"error": {"code": "x", "message": "y"}}))
+
+    code = create(agent, "--json", "--no-gate")
+
+    assert code == 0
+    out = capsys.readouterr()
+    result = json.loads(out.out)
+    assert result["verdict"] == "no_verdict"
+    assert result["exitCode"] == 0
+    assert "neens: --no-gate: no verdict, reported only, exiting 0" in out.err
+
+
+def test_no_verdict_before_the_timeout_exits_3_and_no_gate_reports_it_and_exits_0(
     env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env)
     env.reply("GET", "/preprod-evals/ppr_1", Reply(200, run("awaiting_traces", pending=2)))
+    assert create(agent, "--timeout", "0.3") == 3
+    capsys.readouterr()
 
     code = create(agent, "--timeout", "0.3", "--no-gate")
 
-    assert code == 3
+    assert code == 0
     summary = capsys.readouterr().out
+    assert "--no-gate: reported only, exiting 0." in summary
     assert "No verdict:" in summary
     assert "no verdict after 0.3 s (--timeout): the run is still awaiting_traces" in summary
     assert "No trace reached the run" in summary

@@ -63,7 +63,7 @@ _WINDOW = re.compile(r"^[1-9][0-9]{0,3}[mhd]$")
 
 EXIT_CODES_HELP: Final = """\
 exit codes:
-  0  the gate passed (or --no-gate)
+  0  the gate passed (or --no-gate, whatever the verdict or its absence)
   1  the gate failed: the server gate, a `block` rule, or items whose command failed
   2  usage or configuration error: a bad flag or policy file, a missing NEENS_BASE_URL or
      NEENS_API_KEY, a refused key, a dataset without a golden version
@@ -259,6 +259,28 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
 # --- the commands --------------------------------------------------------------------------------
 
 
+def _report_only(
+    command: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    """With --no-gate, a verdict that could not be reached (the server went away, exit 3) is
+    reported and the command exits 0, as every other gate outcome does; usage errors (2) stay."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except NeensClientError as exc:
+            if not args.no_gate or exc.exit_code != EXIT_UNREACHABLE:
+                raise
+            sys.stderr.write(
+                f"neens: error: {exc}\nneens: --no-gate: no verdict, reported only, exiting 0\n"
+            )
+            return 0
+
+    run.__doc__ = command.__doc__
+    return run
+
+
+@_report_only
 def run_command(args: argparse.Namespace) -> int:
     """`neens eval run`: create or resume a runner-mode run, invoke the agent, gate."""
     _refuse_project_id(args)
@@ -299,6 +321,7 @@ def run_command(args: argparse.Namespace) -> int:
         return _drive(client, run, args, policy, progress)
 
 
+@_report_only
 def push_command(args: argparse.Namespace) -> int:
     """`neens eval push`: create a push-mode run, wait for it, gate."""
     _refuse_project_id(args)

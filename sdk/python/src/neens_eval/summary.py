@@ -8,7 +8,8 @@ The verdict, in order:
    are still pending on the server, so the run can never finish), when the server gate failed,
    or when a `block` rule failed.
 3. `passed` (exit 0) otherwise.
-`--no-gate` turns exit 1 into 0; it never hides a usage error (2) or a missing verdict (3).
+`--no-gate` reports without blocking: exits 1 and 3 become 0 (the summary still says which
+verdict, or that there was none); it never hides a usage error (2).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class EvalResult:
     def exit_code(self) -> int:
         verdict = self.verdict
         if verdict == "no_verdict":
-            return EXIT_UNREACHABLE
+            return EXIT_UNREACHABLE if self.enforce else EXIT_PASSED
         if verdict == "failed" and self.enforce:
             return EXIT_GATE_FAILED
         return EXIT_PASSED
@@ -279,6 +280,8 @@ def write_summary(result: EvalResult, stream: TextIO) -> None:
     else:
         lines.append("No verdict:")
         lines += [f"  - {reason}" for reason in result.reasons]
+        if not result.enforce:
+            lines.append("--no-gate: reported only, exiting 0.")
     lines += _next_steps(result)
     stream.write("\n".join(lines) + "\n")
     stream.flush()
