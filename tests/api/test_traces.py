@@ -249,3 +249,29 @@ async def test_the_same_trace_id_in_two_projects_stays_two_sessions(
     other = (await client.get(f"/sessions/{tid.hex()}", headers=auth(other_project_key))).json()
     assert (mine["agentName"], mine["spanCount"]) == ("refund-agent", 5)
     assert (other["agentName"], other["spanCount"]) == ("billing-agent", 5)
+
+
+async def test_a_token_count_too_large_for_any_database_costs_nothing_but_its_own_count(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    tid = os.urandom(16)
+    spans = [
+        span(
+            tid,
+            os.urandom(8),
+            "chat",
+            **{
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.usage.input_tokens": 1e23,
+                "gen_ai.usage.output_tokens": 10,
+            },
+        )
+    ]
+    r = await _export(client, ingest_key, export_request(spans).SerializeToString())
+    assert r.status_code == 200
+    session = (await client.get(f"/sessions/{tid.hex()}", headers=auth(ingest_key))).json()
+    assert session["inputTokens"] is None
+    assert session["costUsd"] is None  # a count it cannot read leaves the span unpriced
+    # Kept as sent (PostgreSQL's jsonb reads 1e+23 back as the integer it denotes).
+    assert float(session["spans"][0]["attributes"]["gen_ai.usage.input_tokens"]) == 1e23

@@ -472,3 +472,11 @@ def test_every_named_kind_is_reachable_from_openinference() -> None:
     reached = {view_of({"openinference.span.kind": kind.upper()}).kind for kind in SPAN_KINDS}
 
     assert reached == set(SPAN_KINDS)
+
+
+@pytest.mark.parametrize("value", [2**63, 1e23, "99999999999999999999"])
+def test_a_token_count_beyond_64_bits_is_not_a_count(value: object) -> None:
+    from neens.domain.conventions import token_count
+
+    assert token_count(value) is None
+    assert token_count(2**63 - 1) == 2**63 - 1

@@ -98,12 +98,52 @@ def safe_label(value: object, limit: int = 80) -> str:
     return repr(text)
 
 
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_STRICT_JSON: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+def _surely_storable(record: SpanRecord) -> bool:
+    """True only when `record_unstorable_reason` would find nothing; False means "look closer".
+
+    Ingest checks every span, and walking every attribute in Python cost more than decoding it.
+    One C-level JSON encoding of everything the walk inspects finds the same problems: a NUL is
+    always escaped as `\\u0000`, a surrogate stays as it is (`ensure_ascii=False`), and a NaN
+    or infinity raises. Anything it cannot encode, or text that merely looks suspect (a literal
+    backslash-u0000), falls back to the exact walk, which also words the reason.
+    """
+    try:
+        text = _STRICT_JSON.encode(
+            [
+                record.name,
+                record.trace_id,
+                record.span_id,
+                record.parent_span_id,
+                record.kind,
+                record.status_message,
+                record.scope_name,
+                record.input,
+                record.output,
+                record.agent_name,
+                record.resource_attributes,
+                record.attributes,
+                record.events,
+            ]
+        )
+    except (TypeError, ValueError, RecursionError):
+        return False
+    if "\\u0000" in text:
+        return False
+    return text.isascii() or _SURROGATE.search(text) is None
+
+
 def record_unstorable_reason(record: SpanRecord) -> str | None:
     """Why a decoded span cannot be stored, naming the field or attribute, or None.
 
     Shared by every decoder so an OTLP span and a native span with the same problem are refused
     with the same words. The span's own name is checked first because the reason quotes it.
     """
+    if _surely_storable(record):
+        return None
     label = safe_label(record.name)
     fields: list[tuple[str, object]] = [
         ("name", record.name),
@@ -185,6 +225,7 @@ _OUTPUT_TOKEN_KEYS: Final = (
 _AGENT_NAME_KEYS: Final = ("gen_ai.agent.name", "agent.name")
 _DIGITS: Final = re.compile(r"[0-9]+")
 _MAX_DIGITS: Final = 20
+_MAX_TOKENS: Final = 2**63 - 1
 """Longer digit strings are not token counts (and would hit Python's int-parsing limit)."""
 
 
@@ -319,19 +360,22 @@ def token_count(value: object) -> int | None:
 
     Accepted: ints (not bools), integral finite floats (some SDKs send every number as a double),
     and strings of ASCII digits (OTLP/JSON int64 travels as a string). Refused: negatives,
-    fractions, bools, signs, blanks, non-ASCII digits. Nothing is rounded.
+    fractions, bools, signs, blanks, non-ASCII digits, and counts beyond a signed 64-bit integer
+    (no real usage is that large, and no database column could hold it). Nothing is rounded.
     """
+    count: int | None = None
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float):
-        if math.isfinite(value) and value.is_integer() and value >= 0:
-            return int(value)
+        count = value
+    elif isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            count = int(value)
+    elif isinstance(value, str) and len(value) <= _MAX_DIGITS and _DIGITS.fullmatch(value):
+        count = int(value)
+    if count is None or not 0 <= count <= _MAX_TOKENS:
         return None
-    if isinstance(value, str) and len(value) <= _MAX_DIGITS and _DIGITS.fullmatch(value):
-        return int(value)
-    return None
+    return count
 
 
 def _correlation_key(value: object) -> str | None:

@@ -65,8 +65,17 @@ class _Span:
     view: SpanView
 
 
-def summarize_session(records: Sequence[SpanRecord], book: PriceBook) -> SessionSummary:
+def summarize_session(
+    records: Sequence[SpanRecord],
+    book: PriceBook,
+    *,
+    views: Sequence[SpanView] | None = None,
+) -> SessionSummary:
     """Summarize the spans of one session (one trace id), in any order.
+
+    `views`, when given, must be `span_view(record)` for each of `records`, in the same order: a
+    caller that has already read the views (the ingest path stores each span's model) passes
+    them so they are not derived twice.
 
     - Root span: a span with no parent, or whose parent is not among `records` (a parent lost
       or not yet arrived); the earliest-starting one if several. agent_name, input, output and
@@ -84,10 +93,11 @@ def summarize_session(records: Sequence[SpanRecord], book: PriceBook) -> Session
 
     Spans without a start time sort after those with one, in their given order.
     """
-    spans = sorted(
-        (_Span(record, span_view(record)) for record in records),
-        key=_start_key,
-    )
+    if views is None:
+        views = [span_view(record) for record in records]
+    elif len(views) != len(records):
+        raise ValueError(f"{len(views)} views given for {len(records)} records")
+    spans = sorted(map(_Span, records, views), key=_start_key)
     root = _root(spans)
     agents = [span for span in spans if span.view.kind == "agent"]
     llm_calls = [span for span in spans if span.view.kind == "llm"]

@@ -185,43 +185,44 @@ def _decode_request(
 def _decode_span(
     span: Span, resource_attributes: Mapping[str, AttributeValue], scope_name: str | None
 ) -> SpanRecord | Rejection:
-    label = safe_label(span.name)
-    trace_id = bytes(span.trace_id)
+    name = span.name
+    trace_id = span.trace_id
     if not trace_id.strip(b"\x00"):
-        return Rejection(f"span {label} has no trace id")
+        return _rejection(name, "has no trace id")
     if len(trace_id) != _TRACE_ID_BYTES:
-        return Rejection(
-            f"span {label} has a malformed trace id: {len(trace_id)} bytes, "
-            f"expected {_TRACE_ID_BYTES}"
+        return _rejection(
+            name, f"has a malformed trace id: {len(trace_id)} bytes, expected {_TRACE_ID_BYTES}"
         )
-    span_id = bytes(span.span_id)
+    span_id = span.span_id
     if not span_id.strip(b"\x00"):
-        return Rejection(f"span {label} has no span id")
+        return _rejection(name, "has no span id")
     if len(span_id) != _SPAN_ID_BYTES:
-        return Rejection(
-            f"span {label} has a malformed span id: {len(span_id)} bytes, expected {_SPAN_ID_BYTES}"
+        return _rejection(
+            name, f"has a malformed span id: {len(span_id)} bytes, expected {_SPAN_ID_BYTES}"
         )
-    parent = bytes(span.parent_span_id)
-    if parent.strip(b"\x00") and len(parent) != _SPAN_ID_BYTES:
-        return Rejection(
-            f"span {label} has a malformed parent span id: {len(parent)} bytes, "
-            f"expected {_SPAN_ID_BYTES}"
+    parent = span.parent_span_id
+    has_parent = bool(parent.strip(b"\x00"))
+    if has_parent and len(parent) != _SPAN_ID_BYTES:
+        return _rejection(
+            name,
+            f"has a malformed parent span id: {len(parent)} bytes, expected {_SPAN_ID_BYTES}",
         )
     try:
         own_attributes = _attributes(span.attributes, "attribute")
         events = [_event(event, index) for index, event in enumerate(span.events)]
     except _Undecodable as exc:
-        return Rejection(f"span {label} {exc.reason}")
+        return _rejection(name, exc.reason)
+    status = span.status
     record = SpanRecord(
         trace_id=trace_id.hex(),
         span_id=span_id.hex(),
-        parent_span_id=parent.hex() if parent.strip(b"\x00") else None,
-        name=span.name,
-        kind=_span_kind(span.kind),
+        parent_span_id=parent.hex() if has_parent else None,
+        name=name,
+        kind=_SPAN_KIND_NAMES.get(span.kind),
         start_time=_time(span.start_time_unix_nano),
         end_time=_time(span.end_time_unix_nano),
-        status_code=_status_code(span.status.code),
-        status_message=span.status.message or None,
+        status_code=_STATUS_CODES.get(status.code),
+        status_message=status.message or None,
         attributes={**resource_attributes, **own_attributes},
         resource_attributes=dict(resource_attributes),
         events=events,
@@ -229,6 +230,11 @@ def _decode_span(
     )
     reason = record_unstorable_reason(record)
     return Rejection(reason) if reason is not None else record
+
+
+def _rejection(span_name: str, reason: str) -> Rejection:
+    """A refused span; its label is built only here, as accepted spans never need one."""
+    return Rejection(f"span {safe_label(span_name)} {reason}")
 
 
 def _attributes(key_values: Iterable[KeyValue], source: str) -> dict[str, AttributeValue]:
@@ -293,22 +299,19 @@ def _time(unix_nanos: int) -> datetime | None:
     return _EPOCH + timedelta(microseconds=unix_nanos // 1000)
 
 
-def _span_kind(kind: int) -> str | None:
-    if kind == Span.SpanKind.SPAN_KIND_UNSPECIFIED:
-        return None
-    try:
-        name = Span.SpanKind.Name(kind)  # type: ignore[arg-type]
-    except ValueError:
-        return None  # a kind from a newer OTLP version: unknown, not guessed
-    return name.removeprefix(_SPAN_KIND_PREFIX).lower()
-
-
-def _status_code(code: int) -> str | None:
-    if code == Status.StatusCode.STATUS_CODE_OK:
-        return "ok"
-    if code == Status.StatusCode.STATUS_CODE_ERROR:
-        return "error"
-    return None
+_SPAN_KIND_NAMES: Final[Mapping[int, str]] = {
+    number: name.removeprefix(_SPAN_KIND_PREFIX).lower()
+    for name, number in Span.SpanKind.items()
+    if number != Span.SpanKind.SPAN_KIND_UNSPECIFIED
+}
+"""SpanKind number → "server", "client", ...; unspecified and kinds from newer OTLP versions are
+absent (unknown, not guessed). A dict, as the enum wrapper's lookups cost more than the rest of
+reading a span's header."""
+_STATUS_CODES: Final[Mapping[int, str]] = {
+    Status.StatusCode.STATUS_CODE_OK: "ok",
+    Status.StatusCode.STATUS_CODE_ERROR: "error",
+}
+"""Status code number → "ok" or "error"; unset (and unknown) codes are absent."""
 
 
 def _encodable(text: str) -> str:

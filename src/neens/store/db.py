@@ -8,13 +8,15 @@ covers writers in other processes (a `neens keys create` while the server runs).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
@@ -58,8 +60,27 @@ def make_engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+    _set_sqlite_pragmas(engine.sync_engine, foreign_keys=foreign_keys)
+    return engine
 
-    @event.listens_for(engine.sync_engine, "connect")
+
+def _make_sync_sqlite_engine(url: str) -> Engine:
+    """A synchronous engine on the same SQLite file, with the same settings, for `run_write`.
+
+    Its connections are made and used on `run_write`'s one thread; `check_same_thread` is off
+    only so that `dispose()` may close them from the event loop's thread.
+    """
+    parsed = make_url(normalize_url(url)).set(drivername="sqlite+pysqlite")
+    engine = create_engine(
+        parsed,
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+    )
+    _set_sqlite_pragmas(engine, foreign_keys=True)
+    return engine
+
+
+def _set_sqlite_pragmas(engine: Engine, *, foreign_keys: bool) -> None:
+    @event.listens_for(engine, "connect")
     def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA journal_mode={SQLITE_JOURNAL_MODE}")
@@ -69,11 +90,13 @@ def make_engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
         cursor.execute(f"PRAGMA foreign_keys={'ON' if foreign_keys else 'OFF'}")
         cursor.close()
 
-    return engine
+
+T = TypeVar("T")
 
 
 class Database:
-    """The engine plus the two ways in: `read()` and `write()`."""
+    """The engine plus the two ways in, `read()` and `write()`, and `run_write()` for a write
+    path hot enough that SQLite's per-statement thread hops matter (span ingest)."""
 
     def __init__(self, url: str) -> None:
         self.engine = make_engine(url)
@@ -81,6 +104,14 @@ class Database:
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         self._write_lock = asyncio.Lock() if self.dialect == "sqlite" else None
         self._memo: dict[tuple[str, str], tuple[float, Any]] = {}
+        self._sync_engine: Engine | None = None
+        self._sync_thread: ThreadPoolExecutor | None = None
+        database = make_url(normalize_url(url)).database
+        if self.dialect == "sqlite" and database and database != ":memory:":
+            # (An in-memory database is private to its connection: a second engine would not
+            # see it, so `run_write` keeps to the async engine there.)
+            self._sync_engine = _make_sync_sqlite_engine(url)
+            self._sync_thread = ThreadPoolExecutor(1, thread_name_prefix="neens-sqlite-write")
 
     def memo_get(self, kind: str, key: str, *, ttl_s: float) -> Any | None:
         """A value remembered within the last `ttl_s` seconds by this process, else None."""
@@ -112,12 +143,63 @@ class Database:
         async with self._write_lock, self._sessions() as session, session.begin():
             yield session
 
+    async def run_write(
+        self,
+        work: Callable[[Connection], T],
+        *,
+        prepare: Callable[[], Awaitable[object]] | None = None,
+    ) -> T:
+        """Run `work` (synchronous SQLAlchemy code) in one transaction: committed when it returns,
+        rolled back when it raises. `prepare`, if given, is awaited just before, holding the same
+        write lock: reads that `work`'s writes depend on (a project's prices) cannot go stale
+        before the commit, exactly as if they were made inside a `write()` block.
+
+        For a hot write path. On PostgreSQL it runs on the async engine through `run_sync`, just
+        like a `write()` block. On a SQLite file it runs on a thread of its own with a synchronous
+        connection, holding the same write lock as `write()`: aiosqlite hops to its thread and
+        back for every cursor, execute, fetch, close, commit and pool reset, and those hops cost
+        more than the statements; here the whole transaction is one hop. If the caller is
+        cancelled, the lock is kept until the thread has finished the transaction.
+        """
+        if self._sync_thread is None or self._sync_engine is None or self._write_lock is None:
+            async with self._write_lock or contextlib.nullcontext():
+                if prepare is not None:
+                    await prepare()
+                async with self.engine.begin() as conn:
+                    return await conn.run_sync(work)
+        engine = self._sync_engine
+
+        def transaction() -> T:
+            with engine.begin() as conn:
+                return work(conn)
+
+        async with self._write_lock:
+            if prepare is not None:
+                await prepare()
+            done = asyncio.get_running_loop().run_in_executor(self._sync_thread, transaction)
+            try:
+                return await asyncio.shield(done)
+            except asyncio.CancelledError:
+                await asyncio.wait([done])
+                raise
+
     async def dispose(self) -> None:
         await self.engine.dispose()
+        if self._sync_thread is not None and self._sync_engine is not None:
+            await asyncio.get_running_loop().run_in_executor(
+                self._sync_thread, self._sync_engine.dispose
+            )
+            self._sync_thread.shutdown(wait=True)
+            self._sync_thread = None
 
 
 def upsert_insert(session: AsyncSession, table: Any) -> Any:
     """The dialect's own INSERT, which knows ON CONFLICT (both SQLite and PostgreSQL)."""
-    if session.get_bind().dialect.name == "postgresql":
+    return dialect_insert(session.get_bind().dialect.name, table)
+
+
+def dialect_insert(dialect: str, table: Any) -> Any:
+    """`upsert_insert` by dialect name."""
+    if dialect == "postgresql":
         return postgresql.insert(table)
     return sqlite.insert(table)

@@ -7,21 +7,20 @@ requests (or in parallel) merge into one session whose roll-up covers all of the
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Connection, Table, bindparam, func, select, update
 
-from neens.domain.conventions import span_view
+from neens.domain.conventions import SpanView, span_view
 from neens.domain.pricing import PriceBook
 from neens.domain.sessions import SessionSummary, summarize_session
 from neens.errors import NotFound
 from neens.ingest.records import SpanRecord
-from neens.store.db import Database
-from neens.store.db import upsert_insert as _insert
+from neens.store.db import Database, dialect_insert
 from neens.store.models import Span, TraceSession
 from neens.store.pricing import price_book
 from neens.store.types import utcnow
@@ -67,7 +66,7 @@ def _record(row: Any, trace_id: str) -> SpanRecord:
     )
 
 
-def _span_values(session_pk: int, record: SpanRecord) -> dict[str, Any]:
+def _span_values(session_pk: int, record: SpanRecord, model: str | None) -> dict[str, Any]:
     return {
         "session_pk": session_pk,
         "span_id": record.span_id,
@@ -85,7 +84,7 @@ def _span_values(session_pk: int, record: SpanRecord) -> dict[str, Any]:
         "input": record.input,
         "output": record.output,
         "agent_name": record.agent_name,
-        "model": span_view(record).model,
+        "model": model,
     }
 
 
@@ -113,24 +112,120 @@ def _summary_values(summary: SessionSummary) -> dict[str, Any]:
     }
 
 
-async def _resummarize(
-    s: AsyncSession, sessions: dict[int, str], books: dict[int, PriceBook]
+def _resummarize(
+    conn: Connection, sessions: dict[int, str], books: dict[int, PriceBook]
 ) -> dict[int, SessionSummary]:
-    """Recompute session rows (pk → trace id) from all their stored spans, in three statements."""
+    """Recompute session rows (pk → trace id) from all their stored spans, in two statements."""
     by_session: dict[int, list[SpanRecord]] = defaultdict(list)
-    rows = await s.execute(select(Span.__table__).where(Span.session_pk.in_(list(sessions))))
+    rows = conn.execute(select(_SPANS).where(_SPANS.c.session_pk.in_(list(sessions))))
     for row in rows:
         by_session[row.session_pk].append(_record(row, sessions[row.session_pk]))
     summaries = {pk: summarize_session(by_session[pk], books[pk]) for pk in sorted(sessions)}
-    table = cast(Table, TraceSession.__table__)
-    columns = list(_summary_values(next(iter(summaries.values()))))
-    await s.execute(
-        update(table)
-        .where(table.c.pk == bindparam("session_pk"))
-        .values({name: bindparam(name) for name in columns}),
+    conn.execute(
+        _UPDATE_SUMMARY,
         [{"session_pk": pk, **_summary_values(summary)} for pk, summary in summaries.items()],
     )
     return summaries
+
+
+_SESSIONS = cast(Table, TraceSession.__table__)
+_SPANS = cast(Table, Span.__table__)
+_SUMMARY_COLUMNS = (
+    "agent_name",
+    "input",
+    "output",
+    "models",
+    "input_tokens",
+    "output_tokens",
+    "latency_ms",
+    "step_count",
+    "span_count",
+    "cost_usd",
+    "cost_status",
+    "unpriced",
+    "status",
+    "started_at",
+    "ended_at",
+    "eval_run_id",
+    "dataset_item_id",
+    "version_label",
+    "updated_at",
+)
+"""The keys of `_summary_values`, which the UPDATE below binds by name."""
+_UPDATE_SUMMARY = (
+    update(_SESSIONS)
+    .where(_SESSIONS.c.pk == bindparam("session_pk"))
+    .values({name: bindparam(name) for name in _SUMMARY_COLUMNS})
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Statements:
+    """The ingest INSERTs for one dialect, built once: executed with a list of parameter sets,
+    SQLAlchemy compiles each once and caches it (a multi-row `.values([...])` is compiled anew
+    for every batch, which cost more than the rest of the write)."""
+
+    new_sessions: Any
+    """Insert sessions that do not exist yet, with their summary; returns only the new rows."""
+    touch_sessions: Any
+    """Upsert existing sessions, taking each row's lock (PostgreSQL's ON CONFLICT DO UPDATE)."""
+    spans: Any
+    """Insert spans; one already stored (same session and span id) is kept as first received."""
+
+
+_statements: dict[str, _Statements] = {}
+
+
+def _statements_for(dialect: str) -> _Statements:
+    if dialect not in _statements:
+        returning = (_SESSIONS.c.pk, _SESSIONS.c.project_id, _SESSIONS.c.trace_id)
+        session_key = ["project_id", "trace_id"]
+        touch = dialect_insert(dialect, _SESSIONS)
+        _statements[dialect] = _Statements(
+            new_sessions=dialect_insert(dialect, _SESSIONS)
+            .on_conflict_do_nothing(index_elements=session_key)
+            .returning(*returning),
+            touch_sessions=touch.on_conflict_do_update(
+                index_elements=session_key, set_={"updated_at": touch.excluded.updated_at}
+            ).returning(*returning),
+            spans=dialect_insert(dialect, _SPANS).on_conflict_do_nothing(
+                index_elements=["session_pk", "span_id"]
+            ),
+        )
+    return _statements[dialect]
+
+
+def _jsonb_exact(value: object) -> bool:
+    """Whether PostgreSQL's jsonb gives `value` back exactly as written.
+
+    jsonb sorts object keys and keeps numbers as `numeric`, so a dict can come back reordered
+    (which changes structured input rendered as JSON text), a float such as 1e+23 comes back as
+    the int 100000000000000000000000 and -0.0 as 0.0. Strings, bools, ints and other floats
+    round-trip. SQLite stores the JSON text as written, so everything round-trips there.
+    """
+    if value is None or isinstance(value, str | bool | int):
+        return True
+    if isinstance(value, float):
+        return "e+" not in repr(value) and not (value == 0 and math.copysign(1.0, value) < 0)
+    if isinstance(value, list):
+        return all(_jsonb_exact(item) for item in value)
+    return False
+
+
+@dataclass(slots=True)
+class _Trace:
+    """The spans of one (project, trace) in a write, first received first, with their views."""
+
+    source: str
+    records: list[SpanRecord] = field(default_factory=list)
+    views: list[SpanView] = field(default_factory=list)
+    span_ids: set[str] = field(default_factory=set)
+
+    def add(self, record: SpanRecord, view: SpanView) -> None:
+        if record.span_id not in self.span_ids:  # the span insert keeps the first one too
+            self.span_ids.add(record.span_id)
+            self.records.append(record)
+            self.views.append(view)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,62 +247,128 @@ async def write_spans(
 async def write_span_batches(
     db: Database, batches: list[SpanBatch]
 ) -> list[dict[str, SessionSummary]]:
-    """Store the spans of several requests in one transaction and re-derive their sessions.
+    """Store the spans of several requests in one transaction and derive their sessions.
 
-    A span already stored is kept as first received. The session upsert takes each session row's
-    lock (PostgreSQL's ON CONFLICT DO UPDATE), so writers adding spans to one trace take turns
-    and the later one re-reads what the earlier one wrote; rows are upserted in sorted order, so
-    two writers touching the same traces cannot deadlock. Statements are per batch, not per
-    trace: one upsert, one span insert, one read and one update, whatever the number of traces.
-    Returns, per batch, the summaries of the sessions it touched.
+    A span already stored is kept as first received. A trace seen for the first time gets its
+    session row in the first statement, summary included, and nothing more: the row is new, so
+    the spans in hand are all its spans. They are summarized just before the transaction, under
+    the same write lock (`Database.run_write`'s `prepare`), so on SQLite a price set meanwhile
+    waits for the commit and then re-prices it. (On PostgreSQL the summary in hand is kept only
+    when the spans' attributes read back from jsonb exactly, see `_jsonb_exact`; otherwise the
+    stored form is re-read, as below, so the summary never depends on which path computed it.)
+
+    A trace already stored is upserted instead, which takes its row lock (PostgreSQL's ON
+    CONFLICT DO UPDATE), so writers adding spans to one trace take turns and the later one
+    re-reads all the spans the earlier ones wrote and re-derives the summary. Rows are written
+    in sorted order, so two writers touching the same traces cannot deadlock. Statements are per
+    batch, not per trace: two when every trace is new (sessions, spans), five at most (plus the
+    upsert, the read and the update). Returns, per batch, the summaries of the sessions it
+    touched.
     """
-    keys = sorted({(b.project_id, r.trace_id) for b in batches for r in b.spans})
-    if not keys:
-        return [{} for _ in batches]
-    source_of: dict[tuple[str, str], str] = {}
+    traces: dict[tuple[str, str], _Trace] = {}
+    span_rows: list[tuple[tuple[str, str], SpanRecord, str | None]] = []
     for b in batches:
         for r in b.spans:
-            source_of.setdefault((b.project_id, r.trace_id), b.source)
-    async with db.write() as s:
-        books = {p: await price_book(s, p, db) for p in {p for p, _ in keys}}
-        now = utcnow()
-        upserted = await s.execute(
-            _insert(s, TraceSession)
-            .values(
-                [
-                    {
-                        "project_id": project_id,
-                        "trace_id": trace_id,
-                        "source": source_of[(project_id, trace_id)],
-                        "cost_status": "no_llm_calls",
-                        "status": "ok",
-                        "models": [],
-                        "unpriced": [],
-                        "created_at": now,
-                        "updated_at": now,
-                    }
-                    for project_id, trace_id in keys
-                ]
-            )
-            .on_conflict_do_update(
-                index_elements=["project_id", "trace_id"], set_={"updated_at": now}
-            )
-            .returning(TraceSession.pk, TraceSession.project_id, TraceSession.trace_id)
+            key = (b.project_id, r.trace_id)
+            trace = traces.get(key)
+            if trace is None:
+                trace = traces[key] = _Trace(b.source)
+            view = span_view(r)
+            trace.add(r, view)
+            span_rows.append((key, r, view.model))
+    if not traces:
+        return [{} for _ in batches]
+    keys = sorted(traces)
+    books: dict[str, PriceBook] = {}
+    summaries: dict[tuple[str, str], SessionSummary] = {}
+
+    async def summarize() -> None:
+        async with db.read() as s:  # connects only when a project's prices are not remembered
+            books.update({p: await price_book(s, p, db) for p in sorted({p for p, _ in keys})})
+        for key in keys:
+            trace = traces[key]
+            summaries[key] = summarize_session(trace.records, books[key[0]], views=trace.views)
+
+    def store(conn: Connection) -> None:
+        summaries.update(_store(conn, keys, traces, span_rows, summaries, books))
+
+    await db.run_write(store, prepare=summarize)
+    return [{r.trace_id: summaries[(b.project_id, r.trace_id)] for r in b.spans} for b in batches]
+
+
+def _store(
+    conn: Connection,
+    keys: list[tuple[str, str]],
+    traces: dict[tuple[str, str], _Trace],
+    span_rows: list[tuple[tuple[str, str], SpanRecord, str | None]],
+    summaries: dict[tuple[str, str], SessionSummary],
+    books: dict[str, PriceBook],
+) -> dict[tuple[str, str], SessionSummary]:
+    """The statements of `write_span_batches`; returns the summaries it had to re-derive."""
+    statements = _statements_for(conn.dialect.name)
+    now = utcnow()
+    inserted = conn.execute(
+        statements.new_sessions,
+        [
+            {
+                **_summary_values(summaries[key]),
+                "project_id": key[0],
+                "trace_id": key[1],
+                "source": traces[key].source,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for key in keys
+        ],
+    )
+    pk_of = {(project_id, trace_id): pk for pk, project_id, trace_id in inserted}
+    stale = [key for key in keys if key not in pk_of]
+    if conn.dialect.name == "postgresql":
+        stale = sorted(
+            {
+                *stale,
+                *(
+                    key
+                    for key in pk_of
+                    if not all(
+                        _jsonb_exact(value)
+                        for r in traces[key].records
+                        for value in r.attributes.values()
+                    )
+                ),
+            }
         )
-        pk_of = {(project_id, trace_id): pk for pk, project_id, trace_id in upserted.all()}
-        await s.execute(
-            _insert(s, Span.__table__).on_conflict_do_nothing(
-                index_elements=["session_pk", "span_id"]
-            ),
-            [_span_values(pk_of[(b.project_id, r.trace_id)], r) for b in batches for r in b.spans],
+    existing = [key for key in stale if key not in pk_of]
+    if existing:
+        touched = conn.execute(
+            statements.touch_sessions,
+            [
+                {
+                    "project_id": project_id,
+                    "trace_id": trace_id,
+                    "source": traces[(project_id, trace_id)].source,
+                    "cost_status": "no_llm_calls",
+                    "status": "ok",
+                    "models": [],
+                    "unpriced": [],
+                    "created_at": now,
+                    "updated_at": now,
+                }
+                for project_id, trace_id in existing
+            ],
         )
-        sessions = {pk: trace_id for (_, trace_id), pk in pk_of.items()}
-        summaries = await _resummarize(
-            s, sessions, {pk: books[project_id] for (project_id, _), pk in pk_of.items()}
-        )
-    return [
-        {r.trace_id: summaries[pk_of[(b.project_id, r.trace_id)]] for r in b.spans} for b in batches
-    ]
+        pk_of.update({(project_id, trace_id): pk for pk, project_id, trace_id in touched})
+    conn.execute(
+        statements.spans, [_span_values(pk_of[key], r, model) for key, r, model in span_rows]
+    )
+    if not stale:
+        return {}
+    rederived = _resummarize(
+        conn,
+        {pk_of[key]: key[1] for key in stale},
+        {pk_of[key]: books[key[0]] for key in stale},
+    )
+    return {key: rederived[pk_of[key]] for key in stale}
 
 
 async def reprice_model(db: Database, project_id: str, model: str) -> int:
@@ -227,7 +388,8 @@ async def reprice_model(db: Database, project_id: str, model: str) -> int:
         )
         sessions = dict(rows.all())
         if sessions:
-            await _resummarize(s, sessions, dict.fromkeys(sessions, book))
+            conn = await s.connection()
+            await conn.run_sync(_resummarize, sessions, dict.fromkeys(sessions, book))
     return len(sessions)
 
 

@@ -1,0 +1,51 @@
+"""Writers in separate processes (here: separate engines) adding spans to one trace at once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import UTC, datetime
+
+from neens.ingest.records import SpanRecord
+from neens.store.db import Database
+from neens.store.keys import CreatedKey
+from neens.store.sessions import get_session, write_spans
+
+
+def _span(trace_id: str, n: int) -> SpanRecord:
+    return SpanRecord(
+        trace_id=trace_id,
+        span_id=f"s{n}",
+        parent_span_id=None if n == 0 else "s0",
+        name=f"step-{n}",
+        kind="tool" if n else "agent",
+        start_time=datetime(2026, 11, 30, 8, 0, n, tzinfo=UTC),
+        end_time=datetime(2026, 11, 30, 8, 0, n + 1, tzinfo=UTC),
+        status_code=None,
+        status_message=None,
+        attributes={"gen_ai.agent.name": "refund-agent"} if n == 0 else {},
+    )
+
+
+async def test_three_servers_writing_one_trace_at_once_make_one_session_with_every_span(
+    database_url: str, ingest_key: CreatedKey
+) -> None:
+    trace_id = os.urandom(16).hex()
+    servers = [Database(database_url) for _ in range(3)]
+    try:
+        await asyncio.gather(
+            *(
+                write_spans(
+                    servers[n % 3], ingest_key.project_id, [_span(trace_id, n)], source="otlp"
+                )
+                for n in range(9)
+            )
+        )
+        stored = await get_session(servers[0], ingest_key.project_id, trace_id)
+    finally:
+        for server in servers:
+            await server.dispose()
+    assert stored.summary.span_count == 9
+    assert stored.summary.step_count == 8
+    assert stored.summary.agent_name == "refund-agent"
+    assert sorted(s.span_id for s in stored.spans) == sorted(f"s{n}" for n in range(9))
