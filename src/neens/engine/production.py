@@ -11,14 +11,15 @@ from typing import Any
 
 from sqlalchemy import select
 
-from neens.domain.judges import JudgeCase, passes
+from neens.domain.judges import JudgeCase
 from neens.engine.judging import CaseJudge
 from neens.ingest.records import SpanRecord
 from neens.queue.jobs import enqueue
 from neens.queue.worker import JobContext
 from neens.store.db import Database
 from neens.store.judges import judges_by_id
-from neens.store.models import Judge, Score, TraceSession
+from neens.store.models import Judge, TraceSession
+from neens.store.scores import score_row
 
 SETTLE_S = 1.0
 """Wait after the root span before scoring, for late sibling spans of the same export."""
@@ -79,20 +80,14 @@ async def score_production_session(ctx: JobContext, payload: dict[str, Any]) -> 
     judge = CaseJudge(judges, JudgeCase(session.input, session.output, None))
     verdicts = {judge_id: await judge.verdict(judge_id) for judge_id in judge_ids}
     async with db.write() as s:
-        for judge_id, verdict in verdicts.items():
-            s.add(
-                Score(
-                    project_id=project_id,
-                    session_pk=session.pk,
-                    judge_id=judge_id,
-                    judge_name=judges[judge_id].name,
-                    source="production",
-                    score=verdict.score,
-                    label=verdict.label,
-                    passed=passes(verdict.score) if verdict.score is not None else None,
-                    reason=verdict.reason,
-                    unscored_reason=verdict.unscored_reason,
-                    prompt=verdict.prompt,
-                    raw_reply=verdict.raw_reply,
-                )
+        s.add_all(
+            score_row(
+                verdict,
+                project_id=project_id,
+                session_pk=session.pk,
+                judge_id=judge_id,
+                judge_name=judges[judge_id].name,
+                source="production",
             )
+            for judge_id, verdict in verdicts.items()
+        )

@@ -18,6 +18,7 @@ import httpx
 from sqlalchemy import Table, bindparam, func, select, update
 
 from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, call_agent
+from neens.engine.batching import BatchWriter, batch_writer
 from neens.ingest.records import SpanRecord
 from neens.queue.worker import JobContext
 from neens.store.db import Database
@@ -125,10 +126,9 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
     client: httpx.AsyncClient = ctx.services["http"]
     settings = ctx.services["settings"]
     slots = asyncio.Semaphore(settings.push_concurrency)
-    outcomes: asyncio.Queue[_Outcome | None] = asyncio.Queue()
     watch = _CancelWatch(db, run_id)
 
-    async def one(item_id: str, prompt: str) -> None:
+    async def one(outcomes: BatchWriter[_Outcome], item_id: str, prompt: str) -> None:
         async with slots:
             if await watch.cancelled():
                 return
@@ -146,12 +146,11 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
                 reply = failure.reason
             await outcomes.put(_Outcome(item_id, prompt, reply))
 
-    writer = asyncio.create_task(_write_outcomes(db, run, connection.name, outcomes))
-    try:
-        await asyncio.gather(*(one(item_id, prompt) for item_id, prompt in pending))
-    finally:
-        await outcomes.put(None)
-        await writer
+    async def store(batch: list[_Outcome]) -> None:
+        await _store_batch(db, run, connection.name, batch)
+
+    async with batch_writer(store) as outcomes:
+        await asyncio.gather(*(one(outcomes, item_id, prompt) for item_id, prompt in pending))
     await _finish_calls(db, run_id)
     ctx.notify()
 
@@ -162,26 +161,6 @@ class _Outcome:
     prompt: str
     reply: AgentReply | str
     """The answer, or the reason there is none."""
-
-
-WRITE_BATCH = 64
-"""Answers stored per transaction: calls run in parallel, but a database (SQLite above all)
-takes one writer at a time, so answers are written in batches rather than one by one."""
-
-
-async def _write_outcomes(
-    db: Database, run: PreprodRun, agent_name: str, outcomes: asyncio.Queue[_Outcome | None]
-) -> None:
-    done = False
-    while not done:
-        batch = [await outcomes.get()]
-        while len(batch) < WRITE_BATCH and not outcomes.empty():
-            batch.append(outcomes.get_nowait())
-        if batch[-1] is None:
-            done = True
-        ready = [o for o in batch if o is not None]
-        if ready:
-            await _store_batch(db, run, agent_name, ready)
 
 
 async def _store_batch(

@@ -24,12 +24,14 @@ from sqlalchemy import delete, select, update
 
 from neens.domain.judges import JudgeCase, Verdict, passes
 from neens.domain.preprod import ItemOutcome, candidate_verdict, cohort_stats
+from neens.engine.batching import batch_writer
 from neens.engine.judging import CaseJudge
 from neens.queue.worker import JobContext
 from neens.store.db import Database
 from neens.store.insights import add_insight
 from neens.store.judges import judges_by_id
 from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
+from neens.store.scores import score_row
 from neens.store.types import utcnow
 
 SCORING_CONCURRENCY = 8
@@ -55,22 +57,23 @@ async def score_run(ctx: JobContext, payload: dict[str, Any]) -> None:
             )
         ).all()
     slots = asyncio.Semaphore(SCORING_CONCURRENCY)
-    judged: asyncio.Queue[_Judged | None] = asyncio.Queue()
-
-    async def one(item: PreprodItem, output: str | None, session_pk: int) -> None:
-        async with slots:
-            case = JudgeCase(input=item.input, output=output, expected_output=item.expected_output)
-            judge = CaseJudge(judges, case)
-            top = [(judge_id, await judge.verdict(judge_id)) for judge_id in run.judge_ids]
-            await judged.put(_Judged(item.item_id, session_pk, judge.verdicts, top))
-
     names = {judge_id: info.name for judge_id, info in judges.items()}
-    writer = asyncio.create_task(_write_verdicts(db, run, names, judged))
-    try:
+
+    async def store(batch: list[_Judged]) -> None:
+        async with db.write() as s:
+            for judged in batch:
+                await _store_item(s, run, names, judged)
+
+    async with batch_writer(store) as writer:
+
+        async def one(item: PreprodItem, output: str | None, session_pk: int) -> None:
+            async with slots:
+                case = JudgeCase(item.input, output, item.expected_output)
+                judge = CaseJudge(judges, case)
+                top = [(judge_id, await judge.verdict(judge_id)) for judge_id in run.judge_ids]
+                await writer.put(_Judged(item.item_id, session_pk, judge.verdicts, top))
+
         await asyncio.gather(*(one(item, output, pk) for item, output, pk in rows))
-    finally:
-        await judged.put(None)
-        await writer
     await finish_run(db, run_id)
     ctx.notify()
 
@@ -85,45 +88,19 @@ class _Judged:
     """The run's own judges, whose scores make the item's score."""
 
 
-WRITE_BATCH = 64
-"""Items whose verdicts are stored per transaction (a database takes one writer at a time)."""
-
-
-async def _write_verdicts(
-    db: Database, run: PreprodRun, names: dict[str, str], judged: asyncio.Queue[_Judged | None]
-) -> None:
-    done = False
-    while not done:
-        batch = [await judged.get()]
-        while len(batch) < WRITE_BATCH and not judged.empty():
-            batch.append(judged.get_nowait())
-        done = batch[-1] is None
-        ready = [j for j in batch if j is not None]
-        if ready:
-            async with db.write() as s:
-                for item in ready:
-                    await _store_item(s, run, names, item)
-
-
 async def _store_item(s: Any, run: PreprodRun, names: dict[str, str], judged: _Judged) -> None:
     """Replace the item's scores (a re-run never adds a second set) and set its verdict."""
     await s.execute(delete(Score).where(Score.run_id == run.id, Score.item_id == judged.item_id))
     s.add_all(
-        Score(
+        score_row(
+            verdict,
             project_id=run.project_id,
             session_pk=judged.session_pk,
             judge_id=judge_id,
             judge_name=names.get(judge_id, judge_id),
+            source="preprod",
             run_id=run.id,
             item_id=judged.item_id,
-            source="preprod",
-            score=verdict.score,
-            label=verdict.label,
-            passed=passes(verdict.score) if verdict.score is not None else None,
-            reason=verdict.reason,
-            unscored_reason=verdict.unscored_reason,
-            prompt=verdict.prompt,
-            raw_reply=verdict.raw_reply,
         )
         for judge_id, verdict in judged.verdicts.items()
     )

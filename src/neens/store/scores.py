@@ -7,6 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from neens.domain.judges import Verdict, passes
 from neens.store.db import Database
 from neens.store.models import Score, TraceSession
 
@@ -27,6 +28,36 @@ class ScoreInfo:
     prompt: str | None
     raw_reply: str | None
     created_at: datetime
+
+
+def score_row(
+    verdict: Verdict,
+    *,
+    project_id: str,
+    session_pk: int,
+    judge_id: str,
+    judge_name: str,
+    source: str,
+    run_id: str | None = None,
+    item_id: str | None = None,
+) -> Score:
+    """The stored form of one judge's verdict, with the prompt and raw reply behind it."""
+    return Score(
+        project_id=project_id,
+        session_pk=session_pk,
+        judge_id=judge_id,
+        judge_name=judge_name,
+        run_id=run_id,
+        item_id=item_id,
+        source=source,
+        score=verdict.score,
+        label=verdict.label,
+        passed=passes(verdict.score) if verdict.score is not None else None,
+        reason=verdict.reason,
+        unscored_reason=verdict.unscored_reason,
+        prompt=verdict.prompt,
+        raw_reply=verdict.raw_reply,
+    )
 
 
 async def list_scores(
