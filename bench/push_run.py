@@ -32,23 +32,18 @@ import asyncio
 import json
 import math
 import os
-import platform
-import socket
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections import Counter
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import _support
 import httpx
-from rich.console import Console
+from _support import App, Receive, Scope, Send, ServerProcess, console
 from rich.table import Table
 
 TARGET_RATIO = 1.3
@@ -56,22 +51,11 @@ DEFAULT_ITEMS = 1_000
 QUICK_ITEMS = 200
 POLL_INTERVAL_S = 0.050
 FINAL_STATUSES = frozenset({"completed", "completed_with_regressions", "failed", "cancelled"})
-LOAD_WARNING = 0.5
-"""1-min load average above which the run warns that the machine is not quiet."""
-STARTUP_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 10.0
-
-console = Console(highlight=False)
 
 # ---------------------------------------------------------------------------------------------
 # The agent endpoint: a raw ASGI callable, run by this same file with --agent-port
 # ---------------------------------------------------------------------------------------------
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 def answer_for(prompt: str) -> str:
@@ -79,176 +63,42 @@ def answer_for(prompt: str) -> str:
     return "answer " + prompt.removeprefix("question ")
 
 
-async def _respond(send: Send, status: int, body: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-def make_agent_app(latency_s: float) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+def make_agent_app(latency_s: float) -> App:
     """POST (any path) with `{"input": ...}` answers `{"output": ...}` after `latency_s`.
     GET /healthz answers 200; GET /stats counts the POSTs answered so far."""
     answered = 0
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         nonlocal answered
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        if scope["type"] != "http":
-            return
-        if scope["method"] == "GET" and scope["path"] == "/healthz":
-            await _respond(send, 200, b'{"status":"ok"}')
+        if await _support.handle_common(scope, receive, send):
             return
         if scope["method"] == "GET" and scope["path"] == "/stats":
-            await _respond(send, 200, json.dumps({"answered": answered}).encode())
+            await _support.respond(send, 200, json.dumps({"answered": answered}).encode())
             return
         if scope["method"] != "POST":
-            await _respond(send, 404, b'{"error":"not found"}')
+            await _support.respond(send, 404, b'{"error":"not found"}')
             return
-        chunks: list[bytes] = []
-        more_body = True
-        while more_body:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            more_body = message.get("more_body", False)
+        body = await _support.read_body(receive)
+        if body is None:
+            return
         try:
-            prompt = json.loads(b"".join(chunks))["input"]
+            prompt = json.loads(body)["input"]
             if not isinstance(prompt, str):
                 raise TypeError("input is not a string")
         except (ValueError, KeyError, TypeError) as exc:
-            await _respond(send, 400, json.dumps({"error": f"bad request: {exc}"}).encode())
+            error = json.dumps({"error": f"bad request: {exc}"}).encode()
+            await _support.respond(send, 400, error)
             return
         await asyncio.sleep(latency_s)
         answered += 1
-        await _respond(send, 200, json.dumps({"output": answer_for(prompt)}).encode())
+        await _support.respond(send, 200, json.dumps({"output": answer_for(prompt)}).encode())
 
     return app
-
-
-def _run_agent(port: int, latency_ms: float) -> int:
-    import uvicorn
-
-    # The same call `neens serve` makes: uvicorn.run with one worker and default loop/http.
-    uvicorn.run(make_agent_app(latency_ms / 1000), host="127.0.0.1", port=port, log_level="warning")
-    return 0
 
 
 # ---------------------------------------------------------------------------------------------
 # Server processes
 # ---------------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class ServerProcess:
-    name: str
-    url: str
-    log_path: Path
-    popen: subprocess.Popen[bytes]
-
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:]) or "(log is empty)"
-
-    def stop(self) -> None:
-        if self.popen.poll() is not None:
-            return
-        self.popen.terminate()
-        try:
-            self.popen.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait(STOP_TIMEOUT_S)
-
-
-def start_server(
-    name: str, cmd: list[str], port: int, workdir: Path, env: dict[str, str]
-) -> ServerProcess:
-    log_path = workdir / f"{name.lower()}.log"
-    with log_path.open("wb") as log:
-        popen = subprocess.Popen(
-            cmd,
-            cwd=workdir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C reaches only the harness, which stops it cleanly.
-        )
-    return ServerProcess(name, f"http://127.0.0.1:{port}", log_path, popen)
-
-
-def wait_healthy(server: ServerProcess, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    last_error = "no answer yet"
-    while time.monotonic() < deadline:
-        if server.popen.poll() is not None:
-            raise RuntimeError(
-                f"{server.name} exited with code {server.popen.returncode} during startup:\n"
-                f"{server.log_tail()}"
-            )
-        try:
-            response = httpx.get(f"{server.url}/healthz", timeout=2.0)
-            if response.status_code == 200:
-                return
-            last_error = f"HTTP {response.status_code}: {response.text[:200]}"
-        except httpx.HTTPError as exc:
-            last_error = f"{type(exc).__name__}: {exc}"
-        time.sleep(0.1)
-    raise RuntimeError(
-        f"{server.name} was not healthy after {timeout_s:.0f}s ({last_error}):\n{server.log_tail()}"
-    )
-
-
-def create_api_key(database_url: str, workdir: Path, env: dict[str, str]) -> str:
-    cmd = [
-        sys.executable,
-        "-m",
-        "neens_eval",
-        "keys",
-        "create",
-        "--company",
-        "Bench",
-        "--project",
-        "Bench",
-        "--json",
-        "--database-url",
-        database_url,
-    ]
-    done = subprocess.run(
-        cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=120, check=False
-    )
-    if done.returncode != 0:
-        stderr_tail = "\n".join(done.stderr.splitlines()[-15:])
-        raise RuntimeError(f"`neens keys create` failed ({done.returncode}):\n{stderr_tail}")
-    for line in reversed(done.stdout.splitlines()):
-        if line.startswith("{"):
-            return str(json.loads(line)["key"])
-    raise RuntimeError(f"`neens keys create --json` printed no JSON:\n{done.stdout}")
 
 
 def answered_count(agent: ServerProcess) -> int:
@@ -274,30 +124,21 @@ def process_cpu_seconds(pid: int) -> float | None:
 
 
 @dataclass
-class LoadResult:
-    requests: int = 0
-    ok: int = 0
-    seconds: float = 0.0
+class LoadResult(_support.LoadResult):
     cpu_seconds: float = 0.0
     """CPU of this (the client's) process during the loop."""
-    latencies: list[float] = field(default_factory=list)
-    errors: Counter[str] = field(default_factory=Counter)
-    first_error: str | None = None
-    unsent: int = 0
 
-    @property
-    def failures(self) -> int:
-        return self.requests - self.ok
 
-    def fail(self, kind: str, detail: str) -> None:
-        self.errors[kind] += 1
-        self.first_error = self.first_error or detail
-
-    def latency_ms(self, quantile: float) -> float:
-        if len(self.latencies) < 2:
-            return self.latencies[0] * 1000 if self.latencies else 0.0
-        cuts = statistics.quantiles(self.latencies, n=100, method="inclusive")
-        return cuts[min(98, max(0, round(quantile * 100) - 1))] * 1000
+def _accept(result: LoadResult, response: httpx.Response) -> None:
+    try:
+        output = response.json()["output"]
+    except (ValueError, KeyError, TypeError) as exc:
+        result.fail("no output", f"no JSON output ({exc}): {response.text[:300]}")
+        return
+    if not isinstance(output, str):
+        result.fail("no output", f"output is not a string: {response.text[:300]}")
+        return
+    result.ok += 1
 
 
 async def send_all(
@@ -305,42 +146,12 @@ async def send_all(
 ) -> LoadResult:
     """POST every prompt with `concurrency` worker tasks; each answer must be a 200 with a JSON
     string `output`."""
-    result = LoadResult()
-    indexes = iter(range(len(prompts)))
-    start, start_cpu = time.perf_counter(), time.process_time()
-    stop_at = start + max_seconds
 
-    async def worker() -> None:
-        for i in indexes:  # shared iterator: bounded by len(prompts)
-            if time.perf_counter() > stop_at:
-                result.unsent += 1
-                continue
-            sent = time.perf_counter()
-            result.requests += 1
-            try:
-                response = await client.post("/agent", json={"input": prompts[i]})
-            except httpx.HTTPError as exc:
-                result.fail(type(exc).__name__, f"{type(exc).__name__}: {exc}")
-                continue
-            result.latencies.append(time.perf_counter() - sent)
-            if response.status_code != 200:
-                result.fail(
-                    f"HTTP {response.status_code}",
-                    f"HTTP {response.status_code}: {response.text[:300]}",
-                )
-                continue
-            try:
-                output = response.json()["output"]
-            except (ValueError, KeyError, TypeError) as exc:
-                result.fail("no output", f"no JSON output ({exc}): {response.text[:300]}")
-                continue
-            if not isinstance(output, str):
-                result.fail("no output", f"output is not a string: {response.text[:300]}")
-                continue
-            result.ok += 1
+    async def post(prompt: str) -> httpx.Response:
+        return await client.post("/agent", json={"input": prompt})
 
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    result.seconds = time.perf_counter() - start
+    start_cpu = time.process_time()
+    result = await _support.send_all(LoadResult(), prompts, post, _accept, concurrency, max_seconds)
     result.cpu_seconds = time.process_time() - start_cpu
     return result
 
@@ -349,10 +160,7 @@ async def measure_httpx(
     agent_url: str, warmup: list[str], prompts: list[str], concurrency: int, max_seconds: float
 ) -> tuple[LoadResult, LoadResult]:
     """Warm up, then time the real loop, over one client (connections stay open between)."""
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(
-        base_url=agent_url, limits=limits, timeout=httpx.Timeout(REQUEST_TIMEOUT_S)
-    ) as client:
+    async with _support.load_client(agent_url, concurrency, REQUEST_TIMEOUT_S) as client:
         warm = await send_all(client, warmup, concurrency, max_seconds)
         timed = await send_all(client, prompts, concurrency, max_seconds)
     return warm, timed
@@ -560,13 +368,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=50.0,
         help="how long the agent endpoint takes to answer each call (default 50)",
     )
-    parser.add_argument(
-        "--database-url",
-        metavar="URL",
-        default=None,
-        help="database for the Neens server (default: a fresh SQLite file in a temp dir); "
-        "it must be empty or a Neens database, and the run adds rows to it",
-    )
+    _support.add_database_url_option(parser)
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -680,15 +482,7 @@ def report(base: LoadResult, neens: PushResult, args: argparse.Namespace, db_lab
         "the httpx loop, the Neens server process (all its threads) for Neens.[/dim]"
     )
 
-    trustworthy = True
-    if base.failures or base.unsent:
-        trustworthy = False
-        console.print(
-            f"[red]httpx loop: {base.failures} failed calls {dict(base.errors)}, "
-            f"{base.unsent} not sent (time limit)[/red]"
-        )
-        if base.first_error:
-            console.print(f"[red]  first error: {base.first_error}[/red]")
+    trustworthy = _support.report_failures("httpx loop", base, "calls")
     if not neens.trustworthy:
         trustworthy = False
         why = "timed out" if neens.timed_out else f"ended {neens.status}"
@@ -731,88 +525,37 @@ def report(base: LoadResult, neens: PushResult, args: argparse.Namespace, db_lab
     return True
 
 
-def load_average() -> float | None:
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-
-
 def run(args: argparse.Namespace) -> int:
-    load = load_average()
+    load = _support.load_average()
     console.print(
-        f"Python {platform.python_version()} on {platform.system()}, {os.cpu_count()} CPUs"
+        _support.machine_summary()
         + (f" (1-min load average {load:.2f} before starting)" if load is not None else "")
         + f"; {args.items:,} items, concurrency {args.concurrency}, endpoint latency "
         f"{args.latency_ms:g} ms, warm-up {args.warmup}"
     )
-    if load is not None and load > LOAD_WARNING:
-        console.print(
-            f"[yellow]The machine is busy (load {load:.2f}): other work moves both numbers, "
-            "and not always by the same amount. Compare ratios from quiet runs.[/yellow]"
-        )
+    _support.warn_if_busy(load)
     prompts = [f"question {n}" for n in range(args.items)]
     warmup = [f"question {n}" for n in range(args.items, args.items + args.warmup)]
 
-    servers: list[ServerProcess] = []
-    with tempfile.TemporaryDirectory(prefix="neens-bench-") as tmp:
-        workdir = Path(tmp)
-        database_url = args.database_url or f"sqlite:///{workdir / 'neens.db'}"
-        db_label = database_url.split("://", 1)[0]
-        env = {**os.environ, "NEENS_HOME": str(workdir / "home"), "PYTHONUNBUFFERED": "1"}
-        neens_env = {**env, "NEENS_PUSH_CONCURRENCY": str(args.concurrency)}
+    with _support.workspace(args.database_url) as ws:
+        neens_env = {**ws.env, "NEENS_PUSH_CONCURRENCY": str(args.concurrency)}
         try:
-            key = create_api_key(database_url, workdir, env)
-            agent_port, neens_port = free_port(), free_port()
-            servers.append(
-                start_server(
-                    "Agent",
-                    [
-                        sys.executable,
-                        str(Path(__file__).resolve()),
-                        "--agent-port",
-                        str(agent_port),
-                        "--latency-ms",
-                        str(args.latency_ms),
-                    ],
-                    agent_port,
-                    workdir,
-                    env,
-                )
+            key = ws.create_api_key()
+            agent_port, neens_port = _support.free_port(), _support.free_port()
+            agent = ws.start_script(
+                "Agent",
+                __file__,
+                ["--agent-port", str(agent_port), "--latency-ms", str(args.latency_ms)],
+                agent_port,
             )
-            servers.append(
-                start_server(
-                    "Neens",
-                    [
-                        sys.executable,
-                        "-m",
-                        "neens_eval",
-                        "serve",
-                        "--port",
-                        str(neens_port),
-                        "--database-url",
-                        database_url,
-                        "--log-level",
-                        "warning",
-                    ],
-                    neens_port,
-                    workdir,
-                    neens_env,
-                )
-            )
-            for server in servers:
-                wait_healthy(server)
-            agent, neens = servers
+            neens = ws.start_neens(neens_port, neens_env)
+            ws.wait_healthy()
 
             console.print(f"httpx loop -> {agent.url} ...")
             warm, base = asyncio.run(
                 measure_httpx(agent.url, warmup, prompts, args.concurrency, args.max_seconds)
             )
-            if warm.failures:
-                console.print(
-                    f"[red]httpx: {warm.failures}/{warm.requests} warm-up calls failed; "
-                    f"first error: {warm.first_error}[/red]"
-                )
+            _support.report_warmup("httpx", warm, "calls")
 
             console.print(f"Neens push run ({neens.url} -> {agent.url}) ...")
             warm_run, result = asyncio.run(
@@ -823,27 +566,24 @@ def run(args: argparse.Namespace) -> int:
                     f"[red]neens: the warm-up run ended {warm_run.status} with counts "
                     f"{warm_run.counts} ({warm_run.error or 'no error'})[/red]"
                 )
-            for server in servers:
+            for server in ws.servers:
                 if server.popen.poll() is not None:
                     console.print(f"[red]{server.name} exited during the run[/red]")
-            trustworthy = report(base, result, args, db_label)
+            trustworthy = report(base, result, args, ws.db_label)
             if not trustworthy:
                 console.print(f"[dim]Neens log tail:\n{neens.log_tail()}[/dim]")
             return 0 if trustworthy else 1
         except (RuntimeError, httpx.HTTPError, subprocess.TimeoutExpired) as exc:
             console.print(f"[red]benchmark could not run: {exc}[/red]")
-            for server in servers:
+            for server in ws.servers:
                 console.print(f"[dim]{server.name} log tail:\n{server.log_tail()}[/dim]")
             return 1
-        finally:
-            for server in reversed(servers):
-                server.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.agent_port is not None:
-        return _run_agent(args.agent_port, args.latency_ms)
+        return _support.run_asgi(make_agent_app(args.latency_ms / 1000), args.agent_port)
     return run(args)
 
 
