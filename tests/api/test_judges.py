@@ -12,11 +12,9 @@ from tests.support.agents import agent_server
 from tests.support.fake_openai import fake_openai
 from tests.support.preprod import (
     auth,
-    connection,
-    create_run,
     golden_dataset,
     items_of,
-    wait_for_run,
+    push_through,
 )
 
 ITEMS = [{"input": "Where is order 17?", "expected_output": "Order 17 shipped on 3 June."}]
@@ -194,16 +192,13 @@ async def test_an_llm_judge_scores_a_run_and_keeps_its_prompt_and_reply(
             },
         )
         with agent_server(RIGHT) as agents:
-            conn = await connection(client, ingest_key, agents.url("/neens"))
-            run = await create_run(
+            done = run = await push_through(
                 client,
                 ingest_key,
-                dataset_id=dataset_id,
-                runner_mode="push",
-                agent_connection_id=conn,
+                dataset_id,
+                agents.url("/neens"),
                 judge_deployment_ids=[judge.json()["id"]],
             )
-            done = await wait_for_run(client, ingest_key, run["id"])
     assert done["status"] == "completed"
     [item] = await items_of(client, ingest_key, run["id"])
     assert item["score"] == pytest.approx(0.9)
@@ -237,16 +232,13 @@ async def test_a_judge_reply_that_cannot_be_parsed_is_an_error_never_a_zero(
             },
         )
         with agent_server(RIGHT) as agents:
-            conn = await connection(client, ingest_key, agents.url("/neens"))
-            run = await create_run(
+            done = run = await push_through(
                 client,
                 ingest_key,
-                dataset_id=dataset_id,
-                runner_mode="push",
-                agent_connection_id=conn,
+                dataset_id,
+                agents.url("/neens"),
                 judge_deployment_ids=[judge.json()["id"]],
             )
-            done = await wait_for_run(client, ingest_key, run["id"])
     [item] = await items_of(client, ingest_key, run["id"])
     assert item["status"] == "error"
     assert item["score"] is None

@@ -13,6 +13,7 @@ from tests.support.preprod import (
     create_run,
     golden_dataset,
     items_of,
+    push_through,
     wait_for_run,
 )
 
@@ -131,15 +132,7 @@ async def test_a_misbehaving_endpoint_errors_each_item_with_its_reason_and_fails
 ) -> None:
     dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS[:2])
     with agent_server(RIGHT) as agents:
-        conn = await connection(client, ingest_key, agents.url(path))
-        run = await create_run(
-            client,
-            ingest_key,
-            dataset_id=dataset_id,
-            runner_mode="push",
-            agent_connection_id=conn,
-        )
-        done = await wait_for_run(client, ingest_key, run["id"])
+        done = run = await push_through(client, ingest_key, dataset_id, agents.url(path))
     assert done["status"] == "failed"
     assert done["error"]
     items = await items_of(client, ingest_key, run["id"])
@@ -170,15 +163,7 @@ async def test_a_flaky_endpoint_costs_only_the_items_it_failed(
     fourth = {"input": "4th", "expected_output": DEFAULT_ANSWER}
     dataset_id, _ = await golden_dataset(client, ingest_key, [*ITEMS, fourth])
     with agent_server(RIGHT) as agents:
-        conn = await connection(client, ingest_key, agents.url("/flaky"))
-        run = await create_run(
-            client,
-            ingest_key,
-            dataset_id=dataset_id,
-            runner_mode="push",
-            agent_connection_id=conn,
-        )
-        done = await wait_for_run(client, ingest_key, run["id"])
+        done = run = await push_through(client, ingest_key, dataset_id, agents.url("/flaky"))
     items = await items_of(client, ingest_key, run["id"])
     statuses = sorted(i["status"] for i in items)
     assert statuses.count("error") == 2  # every other call answered 500
@@ -191,17 +176,13 @@ async def test_answer_path_reads_the_answer_elsewhere(
 ) -> None:
     dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS[:1])
     with agent_server(RIGHT) as agents:
-        conn = await connection(
-            client, ingest_key, agents.url("/nested"), answerPath="data.answers[0].text"
-        )
-        run = await create_run(
+        done = run = await push_through(
             client,
             ingest_key,
-            dataset_id=dataset_id,
-            runner_mode="push",
-            agent_connection_id=conn,
+            dataset_id,
+            agents.url("/nested"),
+            connection_fields={"answerPath": "data.answers[0].text"},
         )
-        done = await wait_for_run(client, ingest_key, run["id"])
     assert done["status"] == "completed"
     [item] = await items_of(client, ingest_key, run["id"])
     assert item["passed"] is True
@@ -215,11 +196,7 @@ async def test_a_prompt_is_truncated_at_200000_characters_on_the_way_out(
         client, ingest_key, [{"input": huge, "expected_output": "x"}]
     )
     with agent_server() as agents:
-        conn = await connection(client, ingest_key, agents.url("/neens"))
-        run = await create_run(
-            client, ingest_key, dataset_id=dataset_id, runner_mode="push", agent_connection_id=conn
-        )
-        await wait_for_run(client, ingest_key, run["id"])
+        run = await push_through(client, ingest_key, dataset_id, agents.url("/neens"))
     [(_, body)] = agents.requests
     assert body["input"] == huge[:200_000]
     # The run's frozen item keeps the whole prompt.

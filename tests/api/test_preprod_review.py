@@ -10,15 +10,13 @@ import httpx
 import pytest
 
 from neens.store.keys import CreatedKey
-from tests.support.agents import agent_server
 from tests.support.live import serve_in_thread
 from tests.support.preprod import (
     auth,
-    connection,
     create_run,
     golden_dataset,
     items_of,
-    wait_for_run,
+    push_run,
 )
 
 ITEMS = [
@@ -28,36 +26,6 @@ ITEMS = [
     {"input": "Is there a fee?", "expected_output": "No fee."},
 ]
 RIGHT = {item["input"]: item["expected_output"] for item in ITEMS}
-
-
-async def push_run(
-    client: httpx.AsyncClient,
-    key: CreatedKey,
-    dataset_id: str,
-    answers: dict[str, str],
-    *,
-    usage: dict[str, int] | None = None,
-    model: str | None = None,
-    **body: Any,
-) -> dict[str, Any]:
-    with agent_server(answers, usage=usage) as agents:
-        fields: dict[str, Any] = {"name": f"conn-{time.monotonic_ns()}"}
-        if model is not None:
-            fields["model"] = model
-        if usage is not None:
-            fields["requestFormat"] = "chat"
-        conn = await connection(
-            client, key, agents.url("/chat" if usage is not None else "/neens"), **fields
-        )
-        run = await create_run(
-            client,
-            key,
-            dataset_id=dataset_id,
-            runner_mode="push",
-            agent_connection_id=conn,
-            **body,
-        )
-        return await wait_for_run(client, key, run["id"])
 
 
 async def test_an_item_the_baseline_run_passed_and_the_candidate_failed_is_a_regression(

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from neens.store.keys import CreatedKey
+from tests.support.agents import agent_server
 
 TERMINAL = {"completed", "completed_with_regressions", "failed", "cancelled"}
 
@@ -69,3 +70,42 @@ async def items_of(client: httpx.AsyncClient, key: CreatedKey, run_id: str) -> l
     assert r.status_code == 200, r.text
     items: list[dict[str, Any]] = r.json()["items"]
     return items
+
+
+async def push_through(
+    client: httpx.AsyncClient,
+    key: CreatedKey,
+    dataset_id: str,
+    url: str,
+    *,
+    connection_fields: dict[str, Any] | None = None,
+    **body: Any,
+) -> dict[str, Any]:
+    """A push-mode run against the endpoint at `url`, waited for; returns the finished run."""
+    conn = await connection(client, key, url, **(connection_fields or {}))
+    run = await create_run(
+        client, key, dataset_id=dataset_id, runner_mode="push", agent_connection_id=conn, **body
+    )
+    return await wait_for_run(client, key, run["id"])
+
+
+async def push_run(
+    client: httpx.AsyncClient,
+    key: CreatedKey,
+    dataset_id: str,
+    answers: dict[str, str],
+    *,
+    usage: dict[str, int] | None = None,
+    model: str | None = None,
+    **body: Any,
+) -> dict[str, Any]:
+    """A push-mode run against a fresh agent server answering `answers`, waited for. With
+    `usage`, the agent speaks the chat format and reports that token usage."""
+    fields: dict[str, Any] = {"name": f"conn-{time.monotonic_ns()}"}
+    if model is not None:
+        fields["model"] = model
+    if usage is not None:
+        fields["requestFormat"] = "chat"
+    with agent_server(answers, usage=usage) as agents:
+        url = agents.url("/chat" if usage is not None else "/neens")
+        return await push_through(client, key, dataset_id, url, connection_fields=fields, **body)
