@@ -101,6 +101,14 @@ async def call_agent(
         document = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise AgentCallFailed(f"endpoint did not answer JSON: {exc}") from None
+    except ValueError:  # Python refuses integers of more than 4,300 digits
+        raise AgentCallFailed(
+            "endpoint did not answer JSON Neens can read: a number is too long"
+        ) from None
+    except RecursionError:
+        raise AgentCallFailed(
+            "endpoint did not answer JSON Neens can read: it nests too deeply"
+        ) from None
     path_text = endpoint.answer_path or DEFAULT_ANSWER_PATHS[endpoint.request_format]
     found, answer = extract(document, parse_path(path_text))
     if not found or answer is None:

@@ -5,18 +5,26 @@ server that stops mid-run resumes where it was (an item whose call was in flight
 again). Each answer becomes a session (trace id `<run id>:<item id>`, so a repeated call merges
 into the same session rather than making a second one) and is linked to its item. One endpoint
 failure costs one item, recorded with its reason; when every item failed the run is `failed`.
+
+An answer is checked before it is written (a NUL or a lone surrogate cannot be stored), and a
+batch the database still refuses is written again item by item, so one bad reply errors its own
+item, once, instead of sinking the job and with it every healthy item of the batch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
 
 import httpx
 from sqlalchemy import Table, bindparam, func, select, update
+from sqlalchemy.exc import OperationalError
 
+from neens.domain.conventions import record_unstorable_reason
 from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, call_agent
 from neens.engine.batching import BatchWriter, batch_writer
 from neens.ingest.records import SpanRecord
@@ -26,6 +34,16 @@ from neens.store.models import AgentConnection, PreprodItem, PreprodRun, TraceSe
 from neens.store.runs import dispatch_scoring_once, mark_item_error
 from neens.store.sessions import write_spans
 from neens.store.types import utcnow
+
+log = logging.getLogger("neens.push")
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_reason(text: str) -> str:
+    """An item error both databases can store: a NUL or a lone surrogate quoted from a reply is
+    written as its escape (`\\x00`, `\\ud800`), so recording why an item failed cannot fail."""
+    return _UNSTORABLE.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
 def push_trace_id(run_id: str, item_id: str) -> str:
@@ -144,6 +162,9 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
                 )
             except AgentCallFailed as failure:
                 reply = failure.reason
+            except Exception as exc:  # a reply no guardrail foresaw costs its item, not the run
+                log.exception("push call for item %s of run %s failed", item_id, run_id)
+                reply = f"Neens could not read the endpoint's reply ({type(exc).__name__})"
             await outcomes.put(_Outcome(item_id, prompt, reply))
 
     async def store(batch: list[_Outcome]) -> None:
@@ -166,17 +187,61 @@ class _Outcome:
 async def _store_batch(
     db: Database, run: PreprodRun, agent_name: str, batch: list[_Outcome]
 ) -> None:
-    answered = [o for o in batch if isinstance(o.reply, AgentReply)]
-    spans = [
-        span
-        for o in answered
-        if isinstance(o.reply, AgentReply)
-        for span in reply_spans(run, o.item_id, o.prompt, o.reply, agent_name)
-    ]
+    """Store a batch; when the database refuses it, store its outcomes one by one, so only the
+    outcome it refuses errors (a lost connection or lock is not the data's fault: it raises)."""
+    checked = [_checked(run, agent_name, o) for o in batch]
+    try:
+        await _write(db, run, checked)
+    except OperationalError:
+        raise
+    except Exception:
+        if len(checked) == 1 and isinstance(checked[0][0].reply, str):
+            raise  # only an item error was written, and it was refused: nothing to split
+        log.warning("a batch of %d push answers was refused; storing them one by one", len(batch))
+        for outcome, spans in checked:
+            try:
+                await _write(db, run, [(outcome, spans)])
+            except OperationalError:
+                raise
+            except Exception as exc:
+                log.warning("the answer of item %s of run %s was refused", outcome.item_id, run.id)
+                refused = _Outcome(
+                    outcome.item_id,
+                    outcome.prompt,
+                    f"the answer cannot be stored: the database refused it ({_first_line(exc)})",
+                )
+                await _write(db, run, [(refused, [])])
+
+
+def _checked(
+    run: PreprodRun, agent_name: str, outcome: _Outcome
+) -> tuple[_Outcome, list[SpanRecord]]:
+    """The outcome with its session's spans, or turned into an error when they cannot be stored."""
+    if isinstance(outcome.reply, str):
+        return _Outcome(outcome.item_id, outcome.prompt, storable_reason(outcome.reply)), []
+    spans = reply_spans(run, outcome.item_id, outcome.prompt, outcome.reply, agent_name)
+    for span in spans:
+        reason = record_unstorable_reason(span)
+        if reason is not None:
+            error = f"the answer cannot be stored: the reply's {reason}"
+            return _Outcome(outcome.item_id, outcome.prompt, storable_reason(error)), []
+    return outcome, spans
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return storable_reason(text.splitlines()[0][:300])
+
+
+async def _write(
+    db: Database, run: PreprodRun, checked: list[tuple[_Outcome, list[SpanRecord]]]
+) -> None:
+    spans = [span for _, outcome_spans in checked for span in outcome_spans]
+    answered = [o for o, outcome_spans in checked if outcome_spans]
     if spans:
         await write_spans(db, run.project_id, spans, source="push")
     async with db.write() as s:
-        for o in batch:
+        for o, _ in checked:
             if isinstance(o.reply, str):
                 await mark_item_error(s, run.id, o.item_id, o.reply)
         if answered:
