@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(default=4, ge=1, le=256)
     """Jobs one worker loop runs at the same time."""
 
+    worker_lease_s: float = Field(default=5.0, ge=1, le=600)
+    """Seconds a claimed job stays a worker's without renewal. Workers renew it five times per
+    lease, so a worker that crashed has its jobs taken over by another within this time. Raise it
+    only if the database is so loaded that a renewal can be this late."""
+
     push_concurrency: int = Field(default=32, ge=1, le=1024)
     """Calls in flight at once to one agent endpoint during a push-mode run."""
 

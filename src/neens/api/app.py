@@ -29,9 +29,8 @@ from neens.api.routers import (
     sessions,
     traces,
 )
-from neens.engine.handlers import HANDLERS
+from neens.engine.handlers import make_worker
 from neens.engine.ingest import SpanWriter
-from neens.queue.worker import Worker
 from neens.settings import Settings
 from neens.store import migrate
 from neens.store.db import Database
@@ -68,12 +67,7 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
             timeout=httpx.Timeout(settings.push_timeout_s),
         ) as http:
-            worker = Worker(
-                db,
-                HANDLERS,
-                services={"http": http, "settings": settings},
-                concurrency=settings.worker_concurrency,
-            )
+            worker = make_worker(db, settings, http)
             app.state.db = db
             app.state.span_writer = writer
             app.state.worker = worker

@@ -1,12 +1,20 @@
-"""Which function does each kind of job."""
+"""Which function does each kind of job, what a job that fails for good leaves behind, and the
+one place a worker is assembled (for `neens serve` and `neens worker` alike)."""
 
 from __future__ import annotations
+
+from typing import Any
+
+import httpx
 
 from neens.engine.notify import deliver
 from neens.engine.production import score_production_session
 from neens.engine.push import run_push
 from neens.engine.scoring import score_run
-from neens.queue.worker import Handler
+from neens.queue.worker import GiveUp, Handler, JobContext, Worker
+from neens.settings import Settings
+from neens.store.db import Database
+from neens.store.runs import RECONCILE_EVERY_S, fail_run, gave_up_reason, reconcile_runs
 
 HANDLERS: dict[str, Handler] = {
     "preprod.push": run_push,
@@ -14,3 +22,36 @@ HANDLERS: dict[str, Handler] = {
     "notify.deliver": deliver,
     "production.score": score_production_session,
 }
+
+
+def _fails_its_run(job: str) -> GiveUp:
+    async def give_up(ctx: JobContext, payload: dict[str, Any], error: str) -> None:
+        await fail_run(ctx.db, str(payload["run_id"]), gave_up_reason(job, error))
+
+    return give_up
+
+
+GIVE_UP: dict[str, GiveUp] = {
+    "preprod.push": _fails_its_run("push"),
+    "preprod.score": _fails_its_run("scoring"),
+}
+"""Job kinds that own a run: when one fails for good, its run ends `failed` with the reason."""
+
+
+async def _reconcile(ctx: JobContext) -> None:
+    if await reconcile_runs(ctx.db):
+        ctx.notify()
+
+
+def make_worker(db: Database, settings: Settings, http: httpx.AsyncClient) -> Worker:
+    """A worker with every job kind, its lease and its sweep for runs left without a job."""
+    return Worker(
+        db,
+        HANDLERS,
+        services={"http": http, "settings": settings},
+        concurrency=settings.worker_concurrency,
+        lease_s=settings.worker_lease_s,
+        on_give_up=GIVE_UP,
+        sweep=_reconcile,
+        sweep_every_s=RECONCILE_EVERY_S,
+    )

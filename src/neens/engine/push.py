@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
@@ -31,19 +30,11 @@ from neens.ingest.records import SpanRecord
 from neens.queue.worker import JobContext
 from neens.store.db import Database
 from neens.store.models import AgentConnection, PreprodItem, PreprodRun, TraceSession
-from neens.store.runs import dispatch_scoring_once, mark_item_error
+from neens.store.runs import dispatch_scoring_once, fail_run, mark_item_error
 from neens.store.sessions import write_spans
 from neens.store.types import utcnow
 
 log = logging.getLogger("neens.push")
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def storable_reason(text: str) -> str:
-    """An item error both databases can store: a NUL or a lone surrogate quoted from a reply is
-    written as its escape (`\\x00`, `\\ud800`), so recording why an item failed cannot fail."""
-    return _UNSTORABLE.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
 def push_trace_id(run_id: str, item_id: str) -> str:
@@ -131,7 +122,7 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
             ).all()
         )
     if connection is None:
-        await _fail_run(db, run_id, "the run's agent connection no longer exists")
+        await fail_run(db, run_id, "the run's agent connection no longer exists")
         return
     endpoint = AgentEndpoint(
         url=connection.url,
@@ -218,19 +209,19 @@ def _checked(
 ) -> tuple[_Outcome, list[SpanRecord]]:
     """The outcome with its session's spans, or turned into an error when they cannot be stored."""
     if isinstance(outcome.reply, str):
-        return _Outcome(outcome.item_id, outcome.prompt, storable_reason(outcome.reply)), []
+        return outcome, []
     spans = reply_spans(run, outcome.item_id, outcome.prompt, outcome.reply, agent_name)
     for span in spans:
         reason = record_unstorable_reason(span)
         if reason is not None:
             error = f"the answer cannot be stored: the reply's {reason}"
-            return _Outcome(outcome.item_id, outcome.prompt, storable_reason(error)), []
+            return _Outcome(outcome.item_id, outcome.prompt, error), []
     return outcome, spans
 
 
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip() or type(exc).__name__
-    return storable_reason(text.splitlines()[0][:300])
+    return text.splitlines()[0][:300]
 
 
 async def _write(
@@ -320,12 +311,3 @@ async def _finish_calls(db: Database, run_id: str) -> None:
             run.completed_at = utcnow()
             return
         await dispatch_scoring_once(s, run_id)
-
-
-async def _fail_run(db: Database, run_id: str, error: str) -> None:
-    async with db.write() as s:
-        await s.execute(
-            update(PreprodRun)
-            .where(PreprodRun.id == run_id, PreprodRun.status == "running")
-            .values(status="failed", error=error, completed_at=utcnow())
-        )

@@ -4,24 +4,33 @@ State machine of a job row::
 
     queued ──claim──▶ running ──complete──▶ done
        ▲                 │
-       └──fail (retry)───┤──fail (attempts used up)──▶ failed
-       └──lease expired──┘   (a worker died: the next claim takes the job again)
+       ├──fail (retry)───┤──fail (attempts used up)──▶ failed
+       ├──release────────┤   (the worker stopped: SIGTERM; the attempt does not count)
+       └──lease expired──┘   (the worker died: the next claim by another worker takes it)
+    done / failed ──requeue──▶ queued   (a run left without a live job, see store.runs)
 
 Why each rule:
 - Enqueue happens in the same transaction as the state change that calls for the job, so a
   committed state change always has its job and a rolled-back one never does.
 - `dedupe_key` is unique, so work that must be dispatched once (scoring a run) is, even when two
-  requests race to dispatch it.
-- A claim sets `lease_until`; the worker renews it while the job runs (heartbeat). A job whose
-  lease ran out belongs to a dead worker and is claimable again, so nothing is lost when a
-  server stops mid-job. Handlers are written to be re-run safely: they re-derive what is left
-  to do from table state.
+  requests race to dispatch it. Re-dispatching it means `requeue`, which reuses the row.
+- A claim sets a short `lease_until` (seconds, `NEENS_WORKER_LEASE_S`); the worker renews the
+  leases of every job it holds several times per lease, in one statement. A job whose lease ran
+  out belongs to a worker that stopped renewing (it died, or its machine did), so another worker
+  may claim it: a crashed worker's work resumes within seconds. A worker never re-claims its own
+  expired job, and a worker that finds a job no longer its own on renewal abandons it, so one job
+  is not worked twice at once. Handlers are written to be re-run safely: they re-derive what is
+  left to do from table state.
+- A stopping worker releases the jobs in hand instead of finishing them, so a stop is quick and
+  the job is at once claimable by another worker.
 - On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets any number of workers on any machines claim
-  without blocking each other; SQLite serialises writers already.
+  without blocking each other; SQLite serialises writers already. Lease times come from the
+  workers' clocks, which must agree to well within a lease (NTP does).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -43,6 +52,10 @@ class ClaimedJob:
     kind: str
     payload: dict[str, Any]
     attempts: int
+
+
+LIVE = ("queued", "running")
+"""Job statuses that a worker will still act on."""
 
 
 async def enqueue(
@@ -68,8 +81,28 @@ async def enqueue(
     await s.execute(statement)
 
 
+async def requeue(s: AsyncSession, kind: str, payload: dict[str, Any], *, dedupe_key: str) -> None:
+    """Queue the job of `dedupe_key` again with fresh attempts, reusing its finished row, or add
+    it when there is none. A job still queued or running is left as it is."""
+    result = await s.execute(
+        update(Job)
+        .where(Job.dedupe_key == dedupe_key, Job.status.in_(("done", "failed")))
+        .values(
+            status="queued",
+            attempts=0,
+            run_after=utcnow(),
+            lease_until=None,
+            worker=None,
+            finished_at=None,
+        )
+    )
+    if getattr(result, "rowcount", 0) == 0:
+        await enqueue(s, kind, payload, dedupe_key=dedupe_key)
+
+
 async def claim(db: Database, worker: str, *, lease_s: float) -> ClaimedJob | None:
-    """Take the oldest runnable job: queued and due, or running with an expired lease."""
+    """Take the oldest runnable job: queued and due, or running with a lease another worker
+    let expire."""
     now = utcnow()
     async with db.write() as s:
         job = await s.scalar(
@@ -77,7 +110,7 @@ async def claim(db: Database, worker: str, *, lease_s: float) -> ClaimedJob | No
             .where(
                 or_(
                     (Job.status == "queued") & (Job.run_after <= now),
-                    (Job.status == "running") & (Job.lease_until < now),
+                    (Job.status == "running") & (Job.lease_until < now) & (Job.worker != worker),
                 )
             )
             .order_by(Job.run_after, Job.pk)
@@ -93,12 +126,34 @@ async def claim(db: Database, worker: str, *, lease_s: float) -> ClaimedJob | No
         return ClaimedJob(job.pk, job.kind, dict(job.payload), job.attempts)
 
 
-async def heartbeat(db: Database, pk: int, worker: str, *, lease_s: float) -> None:
+async def renew(db: Database, pks: Collection[int], worker: str, *, lease_s: float) -> set[int]:
+    """Extend the leases of the jobs `worker` holds, in one statement; returns the pks still
+    held (a job missing from it was taken over by another worker after its lease expired)."""
+    if not pks:
+        return set()
+    async with db.write() as s:
+        held = await s.scalars(
+            update(Job)
+            .where(Job.pk.in_(list(pks)), Job.worker == worker, Job.status == "running")
+            .values(lease_until=utcnow() + timedelta(seconds=lease_s))
+            .returning(Job.pk)
+        )
+        return set(held)
+
+
+async def release(db: Database, pk: int, worker: str) -> None:
+    """Give a job back unfinished (the worker is stopping): claimable at once, attempt uncounted."""
     async with db.write() as s:
         await s.execute(
             update(Job)
             .where(Job.pk == pk, Job.worker == worker, Job.status == "running")
-            .values(lease_until=utcnow() + timedelta(seconds=lease_s))
+            .values(
+                status="queued",
+                attempts=Job.attempts - 1,
+                run_after=utcnow(),
+                lease_until=None,
+                worker=None,
+            )
         )
 
 
@@ -111,15 +166,20 @@ async def complete(db: Database, pk: int, worker: str) -> None:
         )
 
 
-async def fail(db: Database, pk: int, worker: str, error: str, attempts: int) -> None:
-    """Record the error; retry later with exponential backoff until MAX_ATTEMPTS."""
+async def fail(db: Database, pk: int, worker: str, error: str, attempts: int) -> bool:
+    """Record the error; retry later with exponential backoff until MAX_ATTEMPTS. Returns True
+    when the job failed for good (and this worker still held it)."""
+    gives_up = attempts >= MAX_ATTEMPTS
     values: dict[str, Any] = {"last_error": error[:10_000], "lease_until": None}
-    if attempts >= MAX_ATTEMPTS:
+    if gives_up:
         values.update(status="failed", finished_at=utcnow())
     else:
         values.update(status="queued", run_after=utcnow() + timedelta(seconds=2**attempts))
     async with db.write() as s:
-        await s.execute(update(Job).where(Job.pk == pk, Job.worker == worker).values(**values))
+        result = await s.execute(
+            update(Job).where(Job.pk == pk, Job.worker == worker).values(**values)
+        )
+    return gives_up and getattr(result, "rowcount", 0) == 1
 
 
 async def pending_count(db: Database) -> int:

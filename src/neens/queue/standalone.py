@@ -12,8 +12,7 @@ import signal
 
 import httpx
 
-from neens.engine.handlers import HANDLERS
-from neens.queue.worker import Worker
+from neens.engine.handlers import make_worker
 from neens.settings import Settings
 from neens.store import migrate
 from neens.store.db import Database
@@ -22,7 +21,7 @@ log = logging.getLogger("neens.worker")
 
 
 async def run_worker(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
-    """Work until SIGINT/SIGTERM (or `stop`), then finish the jobs in hand."""
+    """Work until SIGINT/SIGTERM (or `stop`), then release the jobs in hand to other workers."""
     url = settings.resolved_database_url()
     if settings.migrate_on_start:
         await migrate.upgrade(url)
@@ -35,13 +34,9 @@ async def run_worker(settings: Settings, *, stop: asyncio.Event | None = None) -
         async with httpx.AsyncClient(
             follow_redirects=False, timeout=httpx.Timeout(settings.push_timeout_s)
         ) as http:
-            worker = Worker(
-                db,
-                HANDLERS,
-                services={"http": http, "settings": settings},
-                concurrency=settings.worker_concurrency,
-            )
+            worker = make_worker(db, settings, http)
             log.info("worker %s started", worker.name)
             await worker.run(stop)
+            log.info("worker %s stopped", worker.name)
     finally:
         await db.dispose()

@@ -3,10 +3,17 @@
 A run copies everything that defines it when it is created — the dataset version's items, the
 connection's model and provider, the judge set, the baseline and the gate — and never re-reads
 them, so a run means the same thing after the dataset or the connection is edited.
+
+A `running` run always has a live job working on it (its push job while items are pending in
+push mode, then its scoring job), except a runner-mode run waiting for traces. A job that fails
+for good fails its run (`fail_run`), and `reconcile_runs`, swept by every worker, re-queues or
+fails any run found without one, so no run stays `running` for ever.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,7 +22,7 @@ from sqlalchemy import func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.errors import Conflict, NotFound, Unprocessable
-from neens.queue.jobs import enqueue
+from neens.queue.jobs import LIVE, MAX_ATTEMPTS, enqueue, requeue
 from neens.store.db import Database
 from neens.store.ids import new_id
 from neens.store.judges import resolve_run_judges
@@ -25,13 +32,34 @@ from neens.store.models import (
     DatasetItem,
     DatasetVersion,
     GoldenMark,
+    Job,
     PreprodItem,
     PreprodRun,
     TraceSession,
 )
 from neens.store.types import utcnow
 
+log = logging.getLogger("neens.runs")
+
 TERMINAL = ("completed", "completed_with_regressions", "failed", "cancelled")
+RECONCILE_EVERY_S = 30.0
+"""How often each worker looks for runs left without a job (and once when it starts)."""
+RUN_JOBS = {"push": "preprod.push", "scoring": "preprod.score"}
+"""The jobs that work on a run, by the name the run detail uses for them."""
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """Text both databases can store: a NUL or a lone surrogate (quoted from an agent's reply or
+    an exception) becomes its escape, `\\x00` or `\\ud800`, so recording why something failed
+    cannot fail in turn."""
+    return _UNSTORABLE.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+def job_key(job: str, run_id: str) -> str:
+    """The dedupe key of a run's `push` or `scoring` job: one of each per run."""
+    return f"{'push' if job == 'push' else 'score'}:{run_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +74,20 @@ class NewRun:
     """None: the project's Primary Score."""
     baseline: dict[str, Any] | None
     gate: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """What an unfinished run is waiting for, when no worker is working on it right now."""
+
+    on: str
+    """`worker` (a job no worker holds), `retry` (a job failed and waits to be retried) or
+    `traces` (a runner-mode run waiting for your runner)."""
+    job: str | None
+    """The job waited on: `push` or `scoring`; None for traces, or when the run has no job."""
+    since: datetime | None
+    """Since when (queued, lease expired, or run started); for `retry`, when it is due."""
+    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +111,7 @@ class RunInfo:
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    waiting: Waiting | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +244,9 @@ async def create_run(db: Database, project_id: str, new: NewRun) -> str:
             )
         )
         if pushing:
-            await enqueue(s, "preprod.push", {"run_id": run_id}, dedupe_key=f"push:{run_id}")
+            await enqueue(
+                s, RUN_JOBS["push"], {"run_id": run_id}, dedupe_key=job_key("push", run_id)
+            )
     return run_id
 
 
@@ -223,7 +268,7 @@ async def _counts(s: AsyncSession, run_ids: list[str]) -> dict[str, dict[str, in
     return counts
 
 
-def _info(row: PreprodRun, counts: dict[str, int]) -> RunInfo:
+def _info(row: PreprodRun, counts: dict[str, int], jobs: dict[str, Job]) -> RunInfo:
     return RunInfo(
         row.id,
         row.name,
@@ -244,7 +289,82 @@ def _info(row: PreprodRun, counts: dict[str, int]) -> RunInfo:
         row.created_at,
         row.started_at,
         row.completed_at,
+        _waiting(row, counts, jobs, utcnow()),
     )
+
+
+async def _jobs(s: AsyncSession, run_ids: list[str]) -> dict[str, Job]:
+    """The runs' push and scoring jobs, by dedupe key."""
+    keys = [job_key(job, run_id) for run_id in run_ids for job in RUN_JOBS]
+    if not keys:
+        return {}
+    rows = await s.scalars(select(Job).where(Job.dedupe_key.in_(keys)))
+    return {job.dedupe_key: job for job in rows if job.dedupe_key is not None}
+
+
+def _waiting(
+    row: PreprodRun, counts: dict[str, int], jobs: dict[str, Job], now: datetime
+) -> Waiting | None:
+    """Why an unfinished run is not moving right now, in words a person can act on."""
+    if row.status in TERMINAL:
+        return None
+    pending = counts.get("pending", 0)
+    if row.runner_mode != "push" and pending:
+        return Waiting(
+            "traces",
+            None,
+            row.started_at or row.created_at,
+            f"waiting for your runner: {pending} item{'s' if pending != 1 else ''} "
+            "still without a trace (report an item your agent cannot run as an item error)",
+        )
+    live = [
+        (name, job)
+        for name in ("scoring", "push")
+        if (job := jobs.get(job_key(name, row.id))) is not None and job.status in LIVE
+    ]
+    if not live:
+        return Waiting(
+            "worker",
+            None,
+            None,
+            "no job is working on this run; a worker queues it again, or fails the run with "
+            f"the reason, within {RECONCILE_EVERY_S:g} s",
+        )
+    name, job = live[0]
+    if job.status == "running":
+        if job.lease_until is None or job.lease_until >= now:
+            return None
+        return Waiting(
+            "worker",
+            name,
+            job.lease_until,
+            f"the worker holding the {name} job stopped renewing it {_ago(now, job.lease_until)} "
+            "ago (it stopped or crashed); another worker takes the job over",
+        )
+    if job.run_after > now:
+        return Waiting(
+            "retry",
+            name,
+            job.run_after,
+            f"the {name} job failed on attempt {job.attempts} of {MAX_ATTEMPTS} "
+            f"({_last_line(job.last_error)}); it is retried in {_ago(job.run_after, now)}",
+        )
+    return Waiting(
+        "worker",
+        name,
+        job.run_after,
+        f"the {name} job is queued and no worker has claimed it for {_ago(now, job.run_after)}: "
+        "every worker is busy, or none is running (see Workers in the server guide)",
+    )
+
+
+def _ago(later: datetime, earlier: datetime) -> str:
+    return f"{max(0.0, (later - earlier).total_seconds()):.0f} s"
+
+
+def _last_line(error: str | None) -> str:
+    lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no error recorded"
 
 
 async def get_run(db: Database, project_id: str, run_id: str) -> RunInfo:
@@ -252,7 +372,7 @@ async def get_run(db: Database, project_id: str, run_id: str) -> RunInfo:
         row = await s.scalar(_run_query(project_id).where(PreprodRun.id == run_id))
         if row is None:
             raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
-        return _info(row, (await _counts(s, [row.id]))[row.id])
+        return _info(row, (await _counts(s, [row.id]))[row.id], await _jobs(s, [row.id]))
 
 
 async def list_runs(
@@ -263,8 +383,10 @@ async def list_runs(
         query = query.where(PreprodRun.dataset_id == dataset_id)
     async with db.read() as s:
         rows = list(await s.scalars(query.limit(limit)))
-        counts = await _counts(s, [r.id for r in rows])
-        return [_info(r, counts[r.id]) for r in rows]
+        ids = [r.id for r in rows]
+        counts = await _counts(s, ids)
+        jobs = await _jobs(s, [r.id for r in rows if r.status not in TERMINAL])
+        return [_info(r, counts[r.id], jobs) for r in rows]
 
 
 async def list_items(db: Database, project_id: str, run_id: str) -> list[RunItem]:
@@ -313,8 +435,102 @@ async def mark_item_error(s: AsyncSession, run_id: str, item_id: str, error: str
     await s.execute(
         update(PreprodItem)
         .where(PreprodItem.run_id == run_id, PreprodItem.item_id == item_id)
-        .values(status="error", error=error)
+        .values(status="error", error=storable_text(error))
     )
+
+
+async def fail_run(db: Database, run_id: str, error: str) -> bool:
+    """End a `running` run as `failed` with `error`; False when it had ended already."""
+    async with db.write() as s:
+        result = await s.execute(
+            update(PreprodRun)
+            .where(PreprodRun.id == run_id, PreprodRun.status == "running")
+            .values(status="failed", error=storable_text(error), completed_at=utcnow())
+        )
+        return getattr(result, "rowcount", 0) == 1
+
+
+def gave_up_reason(job: str, error: str) -> str:
+    return (
+        f"Neens could not finish this run: its {job} job failed {MAX_ATTEMPTS} times "
+        f"(last error: {error}); the worker's log has the details"
+    )
+
+
+async def reconcile_runs(db: Database) -> list[str]:
+    """Give every `running` run without a live job one, or fail it with the reason.
+
+    A run needs its push job while items are pending (push mode), then its scoring job. Such a
+    job can be missing only when something went wrong between the steps (a worker died after a
+    job failed for good but before it failed the run; a job row was lost). Runner-mode runs with
+    pending items wait for traces, not for a job, and are left alone. Returns what was done, one
+    line per run, for the log.
+    """
+    async with db.read() as s:
+        running = dict(
+            (
+                await s.execute(
+                    select(PreprodRun.id, PreprodRun.runner_mode).where(
+                        PreprodRun.status == "running"
+                    )
+                )
+            ).all()
+        )
+    done: list[str] = []
+    ids = list(running)
+    for start in range(0, len(ids), 200):
+        chunk = ids[start : start + 200]
+        async with db.read() as s:
+            counts = await _counts(s, chunk)
+            jobs = await _jobs(s, chunk)
+        for run_id in chunk:
+            if any(
+                (job := jobs.get(job_key(name, run_id))) is not None and job.status in LIVE
+                for name in RUN_JOBS
+            ):
+                continue
+            if counts[run_id]["pending"] and running[run_id] != "push":
+                continue
+            action = await _reconcile_run(db, run_id)
+            if action is not None:
+                log.warning("run %s had no live job: %s", run_id, action)
+                done.append(f"{run_id}: {action}")
+    return done
+
+
+async def _reconcile_run(db: Database, run_id: str) -> str | None:
+    """`reconcile_runs` for one run, re-checked under the run's row lock."""
+    async with db.write() as s:
+        run = await s.scalar(select(PreprodRun).where(PreprodRun.id == run_id).with_for_update())
+        if run is None or run.status != "running":
+            return None
+        jobs = await _jobs(s, [run_id])
+        by_name = {name: jobs.get(job_key(name, run_id)) for name in RUN_JOBS}
+        if any(job is not None and job.status in LIVE for job in by_name.values()):
+            return None
+        for name, job in by_name.items():
+            if job is not None and job.status == "failed":
+                run.status = "failed"
+                run.error = storable_text(gave_up_reason(name, _last_line(job.last_error)))
+                run.completed_at = utcnow()
+                return f"failed, its {name} job had failed for good"
+        pending = await s.scalar(
+            select(func.count()).where(
+                PreprodItem.run_id == run_id, PreprodItem.status == "pending"
+            )
+        )
+        if pending:
+            if run.runner_mode != "push":
+                return None
+            await requeue(
+                s, RUN_JOBS["push"], {"run_id": run_id}, dedupe_key=job_key("push", run_id)
+            )
+            return f"push job queued again for {pending} pending items"
+        run.scoring_dispatched_at = run.scoring_dispatched_at or utcnow()
+        await requeue(
+            s, RUN_JOBS["scoring"], {"run_id": run_id}, dedupe_key=job_key("scoring", run_id)
+        )
+        return "scoring job queued again"
 
 
 async def dispatch_scoring_once(s: AsyncSession, run_id: str) -> bool:
@@ -330,7 +546,7 @@ async def dispatch_scoring_once(s: AsyncSession, run_id: str) -> bool:
     )
     if getattr(result, "rowcount", 0) != 1:
         return False
-    await enqueue(s, "preprod.score", {"run_id": run_id}, dedupe_key=f"score:{run_id}")
+    await enqueue(s, RUN_JOBS["scoring"], {"run_id": run_id}, dedupe_key=job_key("scoring", run_id))
     return True
 
 
