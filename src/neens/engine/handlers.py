@@ -14,7 +14,13 @@ from neens.engine.scoring import score_run
 from neens.queue.worker import GiveUp, Handler, JobContext, Worker
 from neens.settings import Settings
 from neens.store.db import Database
-from neens.store.runs import RECONCILE_EVERY_S, fail_run, gave_up_reason, reconcile_runs
+from neens.store.runs import (
+    RECONCILE_EVERY_S,
+    RunJob,
+    fail_run,
+    gave_up_reason,
+    reconcile_runs,
+)
 
 HANDLERS: dict[str, Handler] = {
     "preprod.push": run_push,
@@ -24,7 +30,7 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
-def _fails_its_run(job: str) -> GiveUp:
+def _fails_its_run(job: RunJob) -> GiveUp:
     async def give_up(ctx: JobContext, payload: dict[str, Any], error: str) -> None:
         await fail_run(ctx.db, str(payload["run_id"]), gave_up_reason(job, error))
 

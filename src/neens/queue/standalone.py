@@ -20,11 +20,26 @@ from neens.store.db import Database
 log = logging.getLogger("neens.worker")
 
 
+class _PerCallIsDebug(logging.Filter):
+    """httpx logs every request at INFO; a worker makes one per agent or judge call, thousands a
+    run, so here they are DEBUG: shown with `--log-level debug`, not at the default `info`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
+_PER_CALL_IS_DEBUG = _PerCallIsDebug()
+
+
 async def run_worker(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     """Work until SIGINT/SIGTERM (or `stop`), then release the jobs in hand to other workers."""
     url = settings.resolved_database_url()
     if settings.migrate_on_start:
         await migrate.upgrade(url)
+    logging.getLogger("httpx").addFilter(_PER_CALL_IS_DEBUG)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

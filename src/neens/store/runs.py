@@ -16,7 +16,7 @@ import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -44,7 +44,9 @@ log = logging.getLogger("neens.runs")
 TERMINAL = ("completed", "completed_with_regressions", "failed", "cancelled")
 RECONCILE_EVERY_S = 30.0
 """How often each worker looks for runs left without a job (and once when it starts)."""
-RUN_JOBS = {"push": "preprod.push", "scoring": "preprod.score"}
+RunJob = Literal["push", "scoring"]
+WaitingOn = Literal["worker", "retry", "traces"]
+RUN_JOBS: dict[RunJob, str] = {"push": "preprod.push", "scoring": "preprod.score"}
 """The jobs that work on a run, by the name the run detail uses for them."""
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -57,7 +59,7 @@ def storable_text(text: str) -> str:
     return _UNSTORABLE.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
-def job_key(job: str, run_id: str) -> str:
+def job_key(job: RunJob, run_id: str) -> str:
     """The dedupe key of a run's `push` or `scoring` job: one of each per run."""
     return f"{'push' if job == 'push' else 'score'}:{run_id}"
 
@@ -80,10 +82,10 @@ class NewRun:
 class Waiting:
     """What an unfinished run is waiting for, when no worker is working on it right now."""
 
-    on: str
+    on: WaitingOn
     """`worker` (a job no worker holds), `retry` (a job failed and waits to be retried) or
     `traces` (a runner-mode run waiting for your runner)."""
-    job: str | None
+    job: RunJob | None
     """The job waited on: `push` or `scoring`; None for traces, or when the run has no job."""
     since: datetime | None
     """Since when (queued, lease expired, or run started); for `retry`, when it is due."""
@@ -317,9 +319,10 @@ def _waiting(
             f"waiting for your runner: {pending} item{'s' if pending != 1 else ''} "
             "still without a trace (report an item your agent cannot run as an item error)",
         )
+    names: tuple[RunJob, ...] = ("scoring", "push")
     live = [
         (name, job)
-        for name in ("scoring", "push")
+        for name in names
         if (job := jobs.get(job_key(name, row.id))) is not None and job.status in LIVE
     ]
     if not live:
@@ -450,7 +453,7 @@ async def fail_run(db: Database, run_id: str, error: str) -> bool:
         return getattr(result, "rowcount", 0) == 1
 
 
-def gave_up_reason(job: str, error: str) -> str:
+def gave_up_reason(job: RunJob, error: str) -> str:
     return (
         f"Neens could not finish this run: its {job} job failed {MAX_ATTEMPTS} times "
         f"(last error: {error}); the worker's log has the details"

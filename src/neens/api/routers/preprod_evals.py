@@ -13,6 +13,7 @@ from neens.api.schemas.preprod import (
     PreprodItemOut,
     PreprodList,
     PreprodOut,
+    RunWaiting,
 )
 from neens.domain.gate import parse_gate_policy
 from neens.errors import Unprocessable
@@ -42,6 +43,14 @@ def run_out(info: store.RunInfo) -> PreprodOut:
         created_at=info.created_at,
         started_at=info.started_at,
         completed_at=info.completed_at,
+        waiting_for=RunWaiting(
+            on=info.waiting.on,
+            job=info.waiting.job,
+            since=info.waiting.since,
+            message=info.waiting.message,
+        )
+        if info.waiting is not None
+        else None,
     )
 
 

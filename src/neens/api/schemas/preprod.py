@@ -89,6 +89,21 @@ class ItemCounts(BaseModel):
     """Items whose invocation or scoring failed."""
 
 
+class RunWaiting(ResponseBody):
+    on: Literal["worker", "retry", "traces"] = Field(
+        description="`worker`: a job of the run is queued (or lost its worker) and no worker "
+        "holds it; `retry`: a job failed and waits to be retried; `traces`: a runner-mode run "
+        "waits for your runner's traces."
+    )
+    job: Literal["push", "scoring"] | None = Field(
+        description="The job waited on; null for `traces`, or when the run has no job at all."
+    )
+    since: datetime | None = Field(
+        description="Since when it waits (UTC); for `retry`, when the retry is due."
+    )
+    message: str = Field(description="What is happening, with the seconds waited so far.")
+
+
 class PreprodOut(ResponseBody):
     id: str = Field(description="Run id, `ppr_…`.")
     name: str = Field(description="The run's name.")
@@ -115,6 +130,10 @@ class PreprodOut(ResponseBody):
     created_at: datetime = Field(description="Created (UTC).")
     started_at: datetime | None = Field(description="First capture, or the push start (UTC).")
     completed_at: datetime | None = Field(description="Finished or cancelled (UTC).")
+    waiting_for: RunWaiting | None = Field(
+        description="Why an unfinished run is not progressing right now; null while a worker "
+        "works on it, and once the run has ended."
+    )
 
 
 class PreprodList(ResponseBody):

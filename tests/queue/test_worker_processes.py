@@ -1,0 +1,235 @@
+"""Real `neens worker` and `neens serve` processes: a crash is covered within seconds, a stop is
+quick, and neither calls an already captured item again.
+
+The agent hangs on the first call for `q0` (as a stuck endpoint does) and answers every other
+call at once, so a worker is caught mid-run with that call in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import select
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from neens.api.app import create_app
+from neens.settings import Settings
+from neens.store.db import Database
+from neens.store.keys import CreatedKey
+from neens.store.models import Job
+from tests.support.live import free_port, serve_in_thread
+from tests.support.preprod import (
+    auth,
+    connection,
+    create_run,
+    golden_dataset,
+    items_of,
+    wait_for_run,
+)
+
+PROMPTS = [f"q{n}" for n in range(8)]
+HUNG = "q0"
+LEASE_S = 5.0
+"""The default `NEENS_WORKER_LEASE_S`."""
+
+
+@dataclass
+class Agent:
+    url: str = ""
+    calls: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def hanging_agent() -> Iterator[Agent]:
+    """Answers each prompt with itself; the first call for HUNG hangs until the caller leaves."""
+    state = Agent()
+
+    async def reply(request: Request) -> Response:
+        prompt = (await request.json())["input"]
+        first = prompt not in state.calls
+        state.calls.append(prompt)
+        if first and prompt == HUNG:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not await request.is_disconnected():
+                await asyncio.sleep(0.05)
+        return JSONResponse({"output": prompt})
+
+    with serve_in_thread(Starlette(routes=[Route("/agent", reply, methods=["POST"])])) as server:
+        state.url = f"{server.url}/agent"
+        yield state
+
+
+@asynccontextmanager
+async def api(settings: Settings, db: Database) -> AsyncIterator[httpx.AsyncClient]:
+    """The API in-process with no worker of its own: the work is the processes' to do."""
+    app = create_app(settings.model_copy(update={"workers_in_process": False}), database=db)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
+            yield c
+
+
+def start(command: str, database_url: str, log: Path) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "NEENS_DATABASE_URL": database_url,
+        "NEENS_MIGRATE_ON_START": "false",
+        "NEENS_PUSH_CONCURRENCY": "2",
+    }
+    args = [sys.executable, "-m", "neens_eval", command, "--log-level", "info"]
+    if command == "serve":
+        args += ["--port", str(free_port())]
+    with log.open("ab") as out:
+        return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def stop(*processes: subprocess.Popen[bytes]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+
+
+async def push_run(client: httpx.AsyncClient, key: CreatedKey, url: str) -> str:
+    items = [{"input": p, "expected_output": p} for p in PROMPTS]
+    dataset_id, _ = await golden_dataset(client, key, items)
+    conn = await connection(client, key, url)
+    run = await create_run(
+        client, key, dataset_id=dataset_id, runner_mode="push", agent_connection_id=conn
+    )
+    return str(run["id"])
+
+
+async def run_detail(client: httpx.AsyncClient, key: CreatedKey, run_id: str) -> dict[str, Any]:
+    r = await client.get(f"/preprod-evals/{run_id}", headers=auth(key))
+    assert r.status_code == 200, r.text
+    detail: dict[str, Any] = r.json()
+    return detail
+
+
+async def all_but_the_hung_item_captured(
+    client: httpx.AsyncClient,
+    key: CreatedKey,
+    run_id: str,
+    processes: list[subprocess.Popen[bytes]],
+) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        counts = (await run_detail(client, key, run_id))["counts"]
+        if counts["pending"] == 1 and counts["captured"] == len(PROMPTS) - 1:
+            return
+        assert all(p.poll() is None for p in processes), "a worker process exited early"
+        assert time.monotonic() < deadline, counts
+        await asyncio.sleep(0.05)
+
+
+async def holder_pid(db: Database, run_id: str) -> int:
+    deadline = time.monotonic() + 10
+    while True:
+        async with db.read() as s:
+            worker = await s.scalar(
+                select(Job.worker).where(
+                    Job.dedupe_key == f"push:{run_id}", Job.status == "running"
+                )
+            )
+        if worker is not None:
+            return int(worker.split(":")[-2])  # host:pid:id
+        assert time.monotonic() < deadline, "no worker claimed the push job"
+        await asyncio.sleep(0.05)
+
+
+async def captured_items(client: httpx.AsyncClient, key: CreatedKey, run_id: str) -> set[str]:
+    return {
+        str(i["input"])
+        for i in await items_of(client, key, run_id)
+        if i["status"] in ("captured", "scored")
+    }
+
+
+async def test_a_worker_killed_mid_run_is_taken_over_by_another_within_seconds(
+    settings: Settings, db: Database, ingest_key: CreatedKey, database_url: str, tmp_path: Path
+) -> None:
+    with hanging_agent() as agent:
+        async with api(settings, db) as client:
+            run_id = await push_run(client, ingest_key, agent.url)
+            workers = [start("worker", database_url, tmp_path / f"w{n}.log") for n in range(2)]
+            try:
+                await all_but_the_hung_item_captured(client, ingest_key, run_id, workers)
+                pid = await holder_pid(db, run_id)
+                os.kill(pid, signal.SIGKILL)
+                killed_at = time.monotonic()
+                [victim] = [w for w in workers if w.pid == pid]
+                await asyncio.to_thread(victim.wait, 10)
+                before = await captured_items(client, ingest_key, run_id)
+                done = await wait_for_run(client, ingest_key, run_id, timeout_s=20)
+                took = time.monotonic() - killed_at
+                items = await items_of(client, ingest_key, run_id)
+            finally:
+                stop(*workers)
+    assert done["status"] == "completed", done
+    assert took < LEASE_S + 5, f"the run was idle {took:.1f} s after its worker died"
+    calls = Counter(agent.calls)
+    assert before == set(PROMPTS) - {HUNG}
+    assert all(calls[p] == 1 for p in before), calls  # captured answers are never asked again
+    assert calls[HUNG] == 2  # the call in flight was lost with its worker, and made again
+    assert [i["status"] for i in items] == ["scored"] * len(PROMPTS)
+
+
+@pytest.mark.parametrize("command", ["worker", "serve"])
+async def test_sigterm_stops_mid_run_within_10_s_and_the_next_worker_calls_only_what_is_left(
+    settings: Settings,
+    db: Database,
+    ingest_key: CreatedKey,
+    database_url: str,
+    tmp_path: Path,
+    command: str,
+) -> None:
+    log = tmp_path / "first.log"
+    with hanging_agent() as agent:
+        async with api(settings, db) as client:
+            run_id = await push_run(client, ingest_key, agent.url)
+            first = start(command, database_url, log)
+            second = None
+            try:
+                await all_but_the_hung_item_captured(client, ingest_key, run_id, [first])
+                first.send_signal(signal.SIGTERM)
+                asked_at = time.monotonic()
+                code = await asyncio.to_thread(first.wait, 10)
+                took = time.monotonic() - asked_at
+                waiting = (await run_detail(client, ingest_key, run_id))["waitingFor"]
+                left = set(PROMPTS) - await captured_items(client, ingest_key, run_id)
+                calls_before = len(agent.calls)
+                second = start("worker", database_url, tmp_path / "second.log")
+                done = await wait_for_run(client, ingest_key, run_id, timeout_s=20)
+            finally:
+                stop(first, *([second] if second else []))
+    # uvicorn re-raises the signal once shut down, so `serve` reports it as its exit status.
+    assert code == (0 if command == "worker" else -signal.SIGTERM), log.read_text()
+    assert took < 10
+    # Released at once, not left to a lease: any worker may claim it now.
+    assert waiting is not None and waiting["on"] == "worker" and waiting["job"] == "push"
+    assert "queued" in waiting["message"], waiting
+    assert done["status"] == "completed", done
+    assert left == {HUNG}
+    assert agent.calls[calls_before:] == [HUNG]  # only the item not captured is called again
+    assert Counter(agent.calls) == {HUNG: 2, **dict.fromkeys(set(PROMPTS) - {HUNG}, 1)}
+    if command == "worker":
+        text = log.read_text()
+        assert "started" in text
+        assert "HTTP Request" not in text  # per-call logs are debug level
