@@ -107,9 +107,9 @@ class Worker:
                 task = asyncio.create_task(self._run_job(job), name=f"neens-job-{job.pk}")
                 self._running[job.pk] = self._leased[job.pk] = task
         finally:
-            running = list(self._running.values())
-            for task in running:
+            for task in self._leased.values():  # a job past its handler is finishing: let it
                 task.cancel()
+            running = list(self._running.values())
             if running:
                 await asyncio.wait(running, timeout=self.stop_timeout_s)
             for helper in helpers:
