@@ -7,6 +7,7 @@ per item) and then the run sat `running` for ever with its healthy items `pendin
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,8 +23,16 @@ from starlette.routing import Route
 
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
+from tests.support.fake_openai import Reply, fake_openai
 from tests.support.live import serve_in_thread
-from tests.support.preprod import connection, create_run, golden_dataset, items_of, wait_for_run
+from tests.support.preprod import (
+    auth,
+    connection,
+    create_run,
+    golden_dataset,
+    items_of,
+    wait_for_run,
+)
 
 DEEP = 100_000
 MAX_INT64 = 2**63 - 1
@@ -95,6 +104,7 @@ async def _push(
     client: httpx.AsyncClient,
     key: CreatedKey,
     replies: dict[str, tuple[int, bytes, str | None]],
+    judge_ids: list[str] | None = None,
     **connection_fields: str,
 ) -> tuple[dict[str, object], list[dict[str, object]], RawAgent]:
     items = [{"input": prompt, "expected_output": prompt} for prompt in replies]
@@ -102,7 +112,12 @@ async def _push(
     with raw_agent(replies) as agent:
         conn = await connection(client, key, agent.url, **connection_fields)
         run = await create_run(
-            client, key, dataset_id=dataset_id, runner_mode="push", agent_connection_id=conn
+            client,
+            key,
+            dataset_id=dataset_id,
+            runner_mode="push",
+            agent_connection_id=conn,
+            judge_deployment_ids=judge_ids,
         )
         done = await wait_for_run(client, key, run["id"], timeout_s=20)
     return done, await items_of(client, key, str(run["id"])), agent
@@ -216,3 +231,91 @@ async def test_an_answer_the_database_refuses_errors_only_its_own_item(
     assert "the answer cannot be stored" in str(
         next(i["error"] for i in items if i["input"] == REFUSED)
     )
+
+
+def _judge_reply(body: dict[str, object]) -> str | Reply:
+    """A model that puts a NUL or a lone surrogate in its reason, or a reason the database
+    (a trigger, below) refuses, depending on the answer it judges."""
+    prompt = str(body["messages"][-1]["content"])  # type: ignore[index]
+    reason = "fine"
+    if "answer nul" in prompt:
+        reason = "fine\x00 really"
+    elif "answer surrogate" in prompt:
+        reason = "fine \ud800 really"
+    elif "answer refused" in prompt:
+        reason = REFUSED
+    completion = {
+        "id": "chatcmpl-x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "judge-1",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": json.dumps({"score": 0.9, "reason": reason}),
+                },
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    return Reply(body=json.dumps(completion))  # ASCII escapes: a lone surrogate travels as \ud800
+
+
+_REFUSE_SCORE = {
+    "sqlite": [
+        f"""CREATE TRIGGER refuse_score BEFORE INSERT ON scores WHEN NEW.reason = '{REFUSED}'
+        BEGIN SELECT RAISE(ABORT, 'score refused by a trigger'); END"""
+    ],
+    "postgresql": [
+        f"""CREATE FUNCTION refuse_score() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.reason = '{REFUSED}' THEN
+                RAISE EXCEPTION 'score refused by a trigger' USING ERRCODE = 'check_violation';
+            END IF;
+            RETURN NEW;
+        END $$""",
+        """CREATE TRIGGER refuse_score BEFORE INSERT ON scores
+        FOR EACH ROW EXECUTE FUNCTION refuse_score()""",
+    ],
+}
+
+
+async def test_judge_replies_that_cannot_be_stored_as_sent_do_not_sink_scoring(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, db: Database, dialect: str
+) -> None:
+    async with db.write() as s:
+        for statement in _REFUSE_SCORE[dialect]:
+            await s.execute(text(statement))
+    replies: dict[str, tuple[int, bytes, str | None]] = {
+        f"answer {kind}": (200, b'{"output": "answer %s"}' % kind.encode(), None)
+        for kind in ("nul", "surrogate", "refused", "healthy")
+    }
+    with fake_openai(_judge_reply) as llm:
+        r = await client.post(
+            "/judges",
+            json={
+                "name": "faithfulness",
+                "type": "llm_prompt",
+                "template": "Q: {input}\nA: {output}",
+                "endpoint": {"baseUrl": llm.base_url, "model": "judge-1", "apiKey": "sk-x"},
+            },
+            headers=auth(ingest_key),
+        )
+        assert r.status_code == 201, r.text
+        done, items, agent = await _push(client, ingest_key, replies, judge_ids=[r.json()["id"]])
+    assert done["status"] == "completed", done
+    assert dict(agent.calls) == dict.fromkeys(replies, 1)
+    by_input = {i["input"]: i for i in items}
+    for kind in ("nul", "surrogate", "healthy"):
+        assert by_input[f"answer {kind}"]["status"] == "scored", str(by_input[f"answer {kind}"])
+    refused = by_input["answer refused"]
+    assert refused["status"] == "error"
+    assert "its scores cannot be stored" in str(refused["error"])
+    assert "score refused by a trigger" in str(refused["error"])
+    scores = (
+        await client.get("/scores", params={"run_id": done["id"]}, headers=auth(ingest_key))
+    ).json()["scores"]
+    reasons = sorted(score["reason"] for score in scores)
+    assert reasons == sorted(["fine", "fine\\x00 really", "fine \\ud800 really"]), reasons

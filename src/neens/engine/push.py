@@ -30,7 +30,7 @@ from neens.ingest.records import SpanRecord
 from neens.queue.worker import JobContext
 from neens.store.db import Database
 from neens.store.models import AgentConnection, PreprodItem, PreprodRun, TraceSession
-from neens.store.runs import dispatch_scoring_once, fail_run, mark_item_error
+from neens.store.runs import dispatch_scoring_once, fail_run, mark_item_error, refusal
 from neens.store.sessions import write_spans
 from neens.store.types import utcnow
 
@@ -199,7 +199,7 @@ async def _store_batch(
                 refused = _Outcome(
                     outcome.item_id,
                     outcome.prompt,
-                    f"the answer cannot be stored: the database refused it ({_first_line(exc)})",
+                    f"the answer cannot be stored: the database refused it ({refusal(exc)})",
                 )
                 await _write(db, run, [(refused, [])])
 
@@ -217,11 +217,6 @@ def _checked(
             error = f"the answer cannot be stored: the reply's {reason}"
             return _Outcome(outcome.item_id, outcome.prompt, error), []
     return outcome, spans
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
 
 
 async def _write(

@@ -14,6 +14,7 @@ passes at 0.7 or above. An item whose judges all failed to score is `error`, wit
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,6 +22,7 @@ from statistics import fmean
 from typing import Any
 
 from sqlalchemy import delete, select, update
+from sqlalchemy.exc import OperationalError
 
 from neens.domain.judges import JudgeCase, Verdict, passes
 from neens.domain.preprod import ItemOutcome, candidate_verdict, cohort_stats
@@ -31,8 +33,11 @@ from neens.store.db import Database
 from neens.store.insights import add_insight
 from neens.store.judges import judges_by_id
 from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
+from neens.store.runs import refusal
 from neens.store.scores import score_row
-from neens.store.types import utcnow
+from neens.store.types import storable_text, utcnow
+
+log = logging.getLogger("neens.scoring")
 
 SCORING_CONCURRENCY = 8
 """Items judged at once: LLM judges are network-bound, built-in ones are instant."""
@@ -60,9 +65,16 @@ async def score_run(ctx: JobContext, payload: dict[str, Any]) -> None:
     names = {judge_id: info.name for judge_id, info in judges.items()}
 
     async def store(batch: list[_Judged]) -> None:
-        async with db.write() as s:
+        try:
+            await _store_items(db, run, names, batch)
+        except OperationalError:
+            raise
+        except Exception:
+            if len(batch) == 1:
+                raise
+            log.warning("a batch of %d verdicts was refused; storing them one by one", len(batch))
             for judged in batch:
-                await _store_item(s, run, names, judged)
+                await _store_alone(db, run, names, judged)
 
     async with batch_writer(store) as writer:
 
@@ -88,6 +100,38 @@ class _Judged:
     """The run's own judges, whose scores make the item's score."""
 
 
+async def _store_items(
+    db: Database, run: PreprodRun, names: dict[str, str], batch: list[_Judged]
+) -> None:
+    async with db.write() as s:
+        for judged in batch:
+            await _store_item(s, run, names, judged)
+
+
+async def _store_alone(
+    db: Database, run: PreprodRun, names: dict[str, str], judged: _Judged
+) -> None:
+    """Store one item's verdicts; when the database refuses them, the item errors with why, so
+    one item cannot hold its run's scoring hostage (a lost connection or lock still raises)."""
+    try:
+        await _store_items(db, run, names, [judged])
+    except OperationalError:
+        raise
+    except Exception as exc:
+        log.warning("the verdicts of item %s of run %s were refused", judged.item_id, run.id)
+        error = f"its scores cannot be stored: the database refused them ({refusal(exc)})"
+        async with db.write() as s:
+            await s.execute(
+                update(PreprodItem)
+                .where(PreprodItem.run_id == run.id, PreprodItem.item_id == judged.item_id)
+                .values(
+                    status="error",
+                    error=error,
+                    scored_at=utcnow(),
+                )
+            )
+
+
 async def _store_item(s: Any, run: PreprodRun, names: dict[str, str], judged: _Judged) -> None:
     """Replace the item's scores (a re-run never adds a second set) and set its verdict."""
     await s.execute(delete(Score).where(Score.run_id == run.id, Score.item_id == judged.item_id))
@@ -111,7 +155,9 @@ async def _store_item(s: Any, run: PreprodRun, names: dict[str, str], judged: _J
         values.update(status="scored", score=mean, passed=passes(mean), error=None)
     else:
         reasons = "; ".join(f"{names.get(j, j)}: {v.reason}" for j, v in judged.top)
-        values.update(status="error", error=f"no judge could score this item ({reasons})")
+        values.update(
+            status="error", error=storable_text(f"no judge could score this item ({reasons})")
+        )
     await s.execute(
         update(PreprodItem)
         .where(PreprodItem.run_id == run.id, PreprodItem.item_id == judged.item_id)

@@ -13,7 +13,6 @@ fails any run found without one, so no run stays `running` for ever.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -37,7 +36,7 @@ from neens.store.models import (
     PreprodRun,
     TraceSession,
 )
-from neens.store.types import utcnow
+from neens.store.types import storable_text, utcnow
 
 log = logging.getLogger("neens.runs")
 
@@ -49,14 +48,13 @@ WaitingOn = Literal["worker", "retry", "traces"]
 RUN_JOBS: dict[RunJob, str] = {"push": "preprod.push", "scoring": "preprod.score"}
 """The jobs that work on a run, by the name the run detail uses for them."""
 
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
-
-def storable_text(text: str) -> str:
-    """Text both databases can store: a NUL or a lone surrogate (quoted from an agent's reply or
-    an exception) becomes its escape, `\\x00` or `\\ud800`, so recording why something failed
-    cannot fail in turn."""
-    return _UNSTORABLE.sub(lambda m: ascii(m.group())[1:-1], text)
+def refusal(exc: Exception) -> str:
+    """What the database said when it refused a write, in one storable line: the driver's own
+    message (`orig`), not SQLAlchemy's wrapping of it."""
+    cause = getattr(exc, "orig", None) or exc
+    text = str(cause).strip() or type(cause).__name__
+    return storable_text(text.splitlines()[0][:300])
 
 
 def job_key(job: RunJob, run_id: str) -> str:

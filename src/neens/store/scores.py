@@ -10,6 +10,7 @@ from sqlalchemy import select
 from neens.domain.judges import Verdict, passes
 from neens.store.db import Database
 from neens.store.models import Score, TraceSession
+from neens.store.types import storable_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,8 @@ def score_row(
     run_id: str | None = None,
     item_id: str | None = None,
 ) -> Score:
-    """The stored form of one judge's verdict, with the prompt and raw reply behind it."""
+    """The stored form of one judge's verdict, with the prompt and raw reply behind it (a NUL or
+    lone surrogate a model put in its reply is kept as its escape: see `storable_text`)."""
     return Score(
         project_id=project_id,
         session_pk=session_pk,
@@ -53,10 +55,10 @@ def score_row(
         score=verdict.score,
         label=verdict.label,
         passed=passes(verdict.score) if verdict.score is not None else None,
-        reason=verdict.reason,
+        reason=storable_text(verdict.reason),
         unscored_reason=verdict.unscored_reason,
-        prompt=verdict.prompt,
-        raw_reply=verdict.raw_reply,
+        prompt=None if verdict.prompt is None else storable_text(verdict.prompt),
+        raw_reply=None if verdict.raw_reply is None else storable_text(verdict.raw_reply),
     )
 
 

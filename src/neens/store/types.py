@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +15,17 @@ JsonType = JSON().with_variant(JSONB(), "postgresql")
 
 BigIntPk = BigInteger().with_variant(Integer(), "sqlite")
 """64-bit keys on PostgreSQL; SQLite only auto-increments a plain INTEGER primary key."""
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """Text of Neens' own making (an error, a judge's reason) that both databases can store: a
+    NUL or a lone surrogate quoted into it from an agent's or a model's reply becomes its escape,
+    `\\x00` or `\\ud800`, so recording why something failed cannot fail in turn. (Data a client
+    sends is refused instead, never altered.)"""
+    return _UNSTORABLE.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
 class UtcDateTime(TypeDecorator[datetime]):
