@@ -23,7 +23,7 @@ import httpx
 from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.exc import OperationalError
 
-from neens.domain.conventions import record_unstorable_reason
+from neens.domain.conventions import record_unstorable_reason, unstorable_text_reason
 from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, call_agent
 from neens.engine.batching import BatchWriter, batch_writer
 from neens.ingest.records import SpanRecord
@@ -208,14 +208,21 @@ def _checked(
     run: PreprodRun, agent_name: str, outcome: _Outcome
 ) -> tuple[_Outcome, list[SpanRecord]]:
     """The outcome with its session's spans, or turned into an error when they cannot be stored."""
-    if isinstance(outcome.reply, str):
+    reply = outcome.reply
+    if isinstance(reply, str):
         return outcome, []
-    spans = reply_spans(run, outcome.item_id, outcome.prompt, outcome.reply, agent_name)
-    for span in spans:
-        reason = record_unstorable_reason(span)
-        if reason is not None:
-            error = f"the answer cannot be stored: the reply's {reason}"
-            return _Outcome(outcome.item_id, outcome.prompt, error), []
+    spans = reply_spans(run, outcome.item_id, outcome.prompt, reply, agent_name)
+    error = None
+    if (reason := unstorable_text_reason(reply.answer)) is not None:
+        error = f"the answer cannot be stored: it {reason}, which the database refuses"
+    elif (reason := unstorable_text_reason(reply.model)) is not None:
+        error = f"the answer cannot be stored: the model the reply names {reason}"
+    else:
+        reasons = (record_unstorable_reason(span) for span in spans)
+        if (reason := next((r for r in reasons if r is not None), None)) is not None:
+            error = f"the answer cannot be stored: its recorded {reason}"
+    if error is not None:
+        return _Outcome(outcome.item_id, outcome.prompt, error), []
     return outcome, spans
 
 
