@@ -12,11 +12,14 @@ import signal
 
 import httpx
 
+from neens.engine.destinations import guarded_client
 from neens.engine.handlers import HANDLERS
 from neens.queue.worker import Worker
+from neens.secrets import load_secret_box
 from neens.settings import Settings
 from neens.store import migrate
 from neens.store.db import Database
+from neens.store.secrets import reencrypt
 
 log = logging.getLogger("neens.worker")
 
@@ -32,8 +35,11 @@ async def run_worker(settings: Settings, *, stop: asyncio.Event | None = None) -
         loop.add_signal_handler(sig, stop.set)
     db = Database(url)
     try:
-        async with httpx.AsyncClient(
-            follow_redirects=False, timeout=httpx.Timeout(settings.push_timeout_s)
+        db.secrets = load_secret_box(settings)
+        await reencrypt(db, rotate=False)
+        async with guarded_client(
+            allow_private=settings.allow_private_destinations,
+            timeout=httpx.Timeout(settings.push_timeout_s),
         ) as http:
             worker = Worker(
                 db,

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from neens.api.deps import AnyKey, DbDep
+from neens.api.deps import AdminKey, AnyKey, DbDep
 from neens.api.schemas.judges import (
     ClassifierJudgeIn,
     CompositeJudgeIn,
@@ -64,7 +64,7 @@ def _config(body: JudgeIn) -> tuple[dict[str, Any], str | None]:
 
 
 @router.post("", status_code=201, operation_id="judges-create")
-async def create_judge(body: JudgeIn, principal: AnyKey, db: DbDep) -> JudgeOut:
+async def create_judge(body: JudgeIn, principal: AdminKey, db: DbDep) -> JudgeOut:
     config, secret = _config(body)
     info = await store.create_judge(
         db,
@@ -93,7 +93,9 @@ async def get_judge(judge_id: str, principal: AnyKey, db: DbDep) -> JudgeOut:
 
 
 @router.patch("/{judge_id}", operation_id="judges-update")
-async def update_judge(judge_id: str, body: JudgeUpdate, principal: AnyKey, db: DbDep) -> JudgeOut:
+async def update_judge(
+    judge_id: str, body: JudgeUpdate, principal: AdminKey, db: DbDep
+) -> JudgeOut:
     """Enable or disable a judge, switch production scoring, or change a composite's parts."""
     fields = body.model_dump(exclude_unset=True)
     if "components" in fields:
