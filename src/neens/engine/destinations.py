@@ -56,15 +56,13 @@ class DestinationRefused(httpx.TransportError):
 def classify(ip: IpAddress) -> Verdict:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    if (
-        ip in METADATA_ADDRESSES
-        or ip.is_link_local
-        or ip.is_unspecified
-        or ip.is_multicast
-        or ip.is_reserved
-    ):
+    if ip in METADATA_ADDRESSES or ip.is_link_local or ip.is_unspecified or ip.is_multicast:
         return "refused"
-    if ip.is_loopback or ip.is_private or ip in SHARED_ADDRESS_SPACE:
+    if ip.is_loopback:  # before `is_reserved`, which ::1 also is
+        return "private"
+    if ip.is_reserved:
+        return "refused"
+    if ip.is_private or ip in SHARED_ADDRESS_SPACE:
         return "private"
     return "public"
 

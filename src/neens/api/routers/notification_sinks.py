@@ -6,15 +6,19 @@ from dataclasses import asdict
 
 from fastapi import APIRouter
 
-from neens.api.deps import AdminKey, DbDep
+from neens.api.deps import AdminKey, DbDep, SettingsDep
 from neens.api.schemas.insights import DeliveryList, DeliveryOut, SinkCreate, SinkList, SinkOut
+from neens.engine.destinations import check_url
 from neens.store import insights as store
 
 router = APIRouter(prefix="/notification-sinks", tags=["notification-sinks"])
 
 
 @router.post("", status_code=201, operation_id="notification_sinks-create")
-async def create_sink(body: SinkCreate, principal: AdminKey, db: DbDep) -> SinkOut:
+async def create_sink(
+    body: SinkCreate, principal: AdminKey, db: DbDep, settings: SettingsDep
+) -> SinkOut:
+    check_url(str(body.url), allow_private=settings.allow_private_destinations, field="url")
     info = await store.create_sink(
         db, principal.project_id, name=body.name, url=str(body.url), headers=body.headers
     )

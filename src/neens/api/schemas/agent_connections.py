@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, HttpUrl, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
@@ -61,14 +61,14 @@ class ConnectionCreate(_CamelRequest):
 class ConnectionUpdate(_CamelRequest):
     """Fields to change; runs already created keep the model they copied."""
 
-    name: StorableStr | SkipJsonSchema[None] = Field(default=None, min_length=1, max_length=200)
+    name: Annotated[StorableStr, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = None
     """A new name, unique within the project."""
     url: HttpUrl | SkipJsonSchema[None] = None
     """A new endpoint URL. Unless `headers` is given too, the stored headers are dropped (they
     were meant for the old URL); the response lists them in `droppedHeaderNames`."""
     model: StorableStr | None = Field(default=None, max_length=500)
     """A new model (affects runs created from now on); null clears it."""
-    provider: StorableStr | SkipJsonSchema[None] = Field(default=None, max_length=100)
+    provider: Annotated[StorableStr, Field(max_length=100)] | SkipJsonSchema[None] = None
     """A new provider."""
     request_format: RequestFormat | SkipJsonSchema[None] = None
     """A new request format."""

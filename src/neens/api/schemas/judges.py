@@ -93,7 +93,7 @@ class JudgeUpdate(_Camel):
     """Enable or disable the judge."""
     score_production: bool | SkipJsonSchema[None] = None
     """Score production sessions as they arrive."""
-    components: list[ComponentIn] | SkipJsonSchema[None] = Field(default=None, min_length=1)
+    components: Annotated[list[ComponentIn], Field(min_length=1)] | SkipJsonSchema[None] = None
     """A composite's new components (the Primary Score included)."""
 
     _not_null = field_validator("enabled", "score_production", "components")(refuse_null)
