@@ -50,6 +50,20 @@ def test_every_route_has_exactly_one_role_decision_in_the_docs() -> None:
     assert all(roles <= {"none", "ingest", "admin"} for roles in table.values()), table
 
 
+def test_the_role_column_of_api_md_agrees_with_the_table() -> None:
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    meaning = {"none": {"none", "ingest", "admin"}, "any": {"ingest", "admin"}, "admin": {"admin"}}
+    row = re.compile(r"^\| `(GET|POST|PUT|PATCH|DELETE) (/\S*)` \| (\w+) \|")
+    table = documented_roles()
+    seen = 0
+    for line in text.splitlines():
+        if (match := row.match(line)) is not None:
+            method, path, who = match.groups()
+            assert meaning[who] == table[(method, path)], line
+            seen += 1
+    assert seen == len(table)
+
+
 async def _project(client: httpx.AsyncClient, key: CreatedKey) -> dict[str, str]:
     """One of each resource in the key's project; path parameter name -> id."""
     h = auth(key)
