@@ -267,7 +267,7 @@ async def test_regression_insights_are_delivered_to_sinks_and_failures_are_recor
     received: list[dict[str, Any]] = []
 
     async def hook(request: Request) -> Response:
-        received.append(await request.json())
+        received.append({**await request.json(), "token": request.headers.get("x-token")})
         return JSONResponse({"ok": True})
 
     async def broken(request: Request) -> Response:
@@ -309,7 +309,8 @@ async def test_regression_insights_are_delivered_to_sinks_and_failures_are_recor
     ).json()["deliveries"]
     assert delivery["lastStatusCode"] == 503
     assert delivery["status"] in ("pending", "failed")
-    assert "503" in delivery["lastError"]
+    assert delivery["lastError"] == "sink answered HTTP 503: no"
+    assert received[0]["token"] == "s3cret", "the stored (encrypted) header is sent decrypted"
 
 
 async def _attempted(client: httpx.AsyncClient, key: CreatedKey, sink_id: str) -> bool:

@@ -66,3 +66,16 @@ def test_rotate_by_adding_a_new_key_first_reencrypting_and_dropping_the_old(
     wrong = neens("secrets", "reencrypt", env={**env, "NEENS_SECRET_KEYS": TEST_SECRET_KEY})
     assert wrong.returncode == 2
     assert "cannot be decrypted with NEENS_SECRET_KEYS" in wrong.stderr
+
+
+def test_serve_and_worker_on_postgresql_without_a_key_refuse_to_start_saying_what_to_do() -> None:
+    env = {
+        "NEENS_DATABASE_URL": "postgresql+psycopg://postgres@127.0.0.1:1/none",
+        "NEENS_SECRET_KEYS": "",
+    }
+    for command in (["serve", "--port", "1"], ["worker"]):
+        result = neens(*command, env=env)
+        assert result.returncode == 2, result.stderr
+        assert "NEENS_SECRET_KEYS is required with PostgreSQL" in result.stderr
+        assert "neens secrets generate-key" in result.stderr
+        assert "Traceback" not in result.stderr

@@ -12,9 +12,10 @@ The policy, by address (IPv4-mapped IPv6 addresses are judged as the IPv4 addres
 
 A URL is checked twice. When it is saved, an address or name written in it is checked (422
 naming the field). When a call is made, the name is resolved, every address it resolves to is
-checked, and the request goes to the checked address itself (TLS still verifies the name), so a
-name that resolves elsewhere a moment later (DNS rebinding) changes nothing. Redirects are never
-followed, since a redirect is a new destination.
+checked, and a plain-HTTP request goes to the checked address itself, so a name that resolves
+elsewhere a moment later (DNS rebinding) changes nothing; over HTTPS such a name would also need
+a certificate for it, which the metadata and internal services it could point at do not hold.
+Redirects are never followed, since a redirect is a new destination.
 """
 
 from __future__ import annotations
@@ -120,8 +121,8 @@ async def resolve_allowed(host: str, port: int, *, allow_private: bool) -> str:
         infos = await asyncio.get_running_loop().getaddrinfo(
             host.strip("[]"), port, type=socket.SOCK_STREAM
         )
-    except socket.gaierror as exc:
-        raise httpx.ConnectError(f"cannot resolve {host}: {exc.strerror}") from None
+    except (OSError, UnicodeError) as exc:  # gaierror, or a name IDNA cannot encode
+        raise httpx.ConnectError(f"cannot resolve {host}: {exc}") from None
     addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
     for ip in addresses:
         verdict = classify(ip)
@@ -133,14 +134,16 @@ async def resolve_allowed(host: str, port: int, *, allow_private: bool) -> str:
 async def reroute(
     url: Any, extensions: dict[str, Any], *, allow_private: bool
 ) -> tuple[Any, dict[str, Any]]:
-    """The request's URL pointed at the checked address, and its extensions (TLS keeps
-    verifying the name the URL gave). Works on `httpx` and `httpx2` URLs alike."""
+    """Check the request's destination; an `http` request is pointed at the checked address
+    itself. Works on `httpx` and `httpx2` URLs alike.
+
+    An `https` request keeps its host name (connections are pooled by address, and one TLS
+    session must not carry requests for several names); there, a name re-pointed after the
+    check reaches a server that cannot present a certificate for it, and the call fails."""
     port = url.port or (443 if url.scheme == "https" else 80)
     address = await resolve_allowed(url.host, port, allow_private=allow_private)
-    if address == url.host:
+    if url.scheme == "https" or address == url.host:
         return url, extensions
-    if url.scheme == "https":
-        extensions = {**extensions, "sni_hostname": url.host}
     return url.copy_with(host=address), extensions
 
 

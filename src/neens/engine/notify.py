@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from neens.engine.destinations import DestinationRefused, excerpt
+from neens.engine.destinations import MAX_EXCERPT_CHARS, DestinationRefused, excerpt
 from neens.queue.jobs import MAX_ATTEMPTS
 from neens.queue.worker import JobContext
 from neens.secrets import SecretKeyError
@@ -27,6 +27,16 @@ DELIVERY_TIMEOUT_S = 10.0
 
 class DeliveryFailed(Exception):
     """The sink did not accept the insight; the job is retried."""
+
+
+async def _head(reply: httpx.Response) -> str:
+    """The start of a reply's body, for the recorded error; the rest is never read."""
+    head = b""
+    async for chunk in reply.aiter_bytes():
+        head += chunk
+        if len(head) >= 4 * MAX_EXCERPT_CHARS:
+            break
+    return excerpt(head)
 
 
 async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
@@ -54,10 +64,12 @@ async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
     error: str | None = None
     try:
         headers = db.secrets.open_headers(sink.headers, what=f"notification sink {sink.id}")
-        reply = await client.post(sink.url, json=body, headers=headers, timeout=DELIVERY_TIMEOUT_S)
-        status_code = reply.status_code
-        if not reply.is_success:
-            error = f"sink answered HTTP {reply.status_code}: {excerpt(reply.text)}".rstrip(": ")
+        async with client.stream(
+            "POST", sink.url, json=body, headers=headers, timeout=DELIVERY_TIMEOUT_S
+        ) as reply:
+            status_code = reply.status_code
+            if not reply.is_success:
+                error = f"sink answered HTTP {status_code}: {await _head(reply)}".rstrip(": ")
     except SecretKeyError as exc:
         error = str(exc)
     except DestinationRefused as exc:
