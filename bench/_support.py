@@ -29,6 +29,8 @@ from typing import Any, TypeVar
 import httpx
 from rich.console import Console
 
+from neens.secrets import generate_key
+
 STARTUP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 LOAD_WARNING = 0.5
@@ -190,6 +192,8 @@ def create_api_key(database_url: str, workdir: Path, env: dict[str, str]) -> str
         "Bench",
         "--project",
         "Bench",
+        "--role",
+        "admin",
         "--json",
         "--database-url",
         database_url,
@@ -265,7 +269,13 @@ def workspace(database_url: str | None) -> Iterator[Workspace]:
         ws = Workspace(
             workdir=workdir,
             database_url=database_url or f"sqlite:///{workdir / 'neens.db'}",
-            env={**os.environ, "NEENS_HOME": str(workdir / "home"), "PYTHONUNBUFFERED": "1"},
+            env={
+                # The key encrypting stored secrets: required on PostgreSQL, shared by all servers.
+                "NEENS_SECRET_KEYS": generate_key(),
+                **os.environ,
+                "NEENS_HOME": str(workdir / "home"),
+                "PYTHONUNBUFFERED": "1",
+            },
         )
         try:
             yield ws

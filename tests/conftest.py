@@ -31,6 +31,8 @@ PG_URL = os.environ.get(
     "NEENS_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 _counter = itertools.count()
+TEST_SECRET_KEY = "uFnU4dFmBxZJ1m7c3b0q9mJm2rZ9cWq3n1X6d8yq0aE="
+"""A fixed Fernet key (32 url-safe base64 bytes) for the stored secrets of tests."""
 
 
 @pytest.fixture(autouse=True)
@@ -44,6 +46,8 @@ def clean_environ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
         if upper in ("NEENS_DATABASE_URL", "NEENS_BASE_URL", "NEENS_API_KEY"):
             monkeypatch.delenv(name)
+    # PostgreSQL needs a configured key; servers and workers started by tests share this one.
+    monkeypatch.setenv("NEENS_SECRET_KEYS", TEST_SECRET_KEY)
 
 
 def _pg_admin_conninfo(url: str) -> str:

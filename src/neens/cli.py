@@ -1,4 +1,4 @@
-"""The platform's command groups for the `neens` command: serve, worker, db, keys.
+"""The platform's command groups for the `neens` command: serve, worker, db, keys, secrets.
 
 The `neens` command itself lives in the dependency-free `neens-eval` distribution; this module
 is found through the `neens.cli` entry-point group and adds what needs the server installed.
@@ -25,6 +25,18 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)
 
 
+def _secrets_problem(settings: Settings) -> str | None:
+    """Why the secret keys cannot be used, checked before starting (a clear line, not a
+    traceback from inside the server's startup)."""
+    from neens.secrets import SecretKeyError, load_secret_box
+
+    try:
+        load_secret_box(settings)
+    except SecretKeyError as exc:
+        return str(exc)
+    return None
+
+
 def _add_database_url(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database-url",
@@ -39,6 +51,9 @@ def _serve(args: argparse.Namespace) -> int:
     from neens.api.app import create_app
 
     settings = _settings(args)
+    if (problem := _secrets_problem(settings)) is not None:
+        print(f"neens: error: {problem}", file=sys.stderr)
+        return 2
     app = create_app(settings)
     print(
         f"Neens serving on http://{settings.host}:{settings.port} "
@@ -56,6 +71,9 @@ def _worker(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     settings = _settings(args)
+    if (problem := _secrets_problem(settings)) is not None:
+        print(f"neens: error: {problem}", file=sys.stderr)
+        return 2
     print(
         f"Neens worker: {settings.worker_concurrency} jobs at a time "
         f"(database: {settings.resolved_database_url().split('://')[0]})",
@@ -180,6 +198,34 @@ def _keys_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def _secrets_generate_key(args: argparse.Namespace) -> int:
+    from neens.secrets import generate_key
+
+    print(generate_key())
+    return 0
+
+
+def _secrets_reencrypt(args: argparse.Namespace) -> int:
+    from neens.secrets import SecretKeyError, load_secret_box
+    from neens.store.secrets import reencrypt
+
+    async def run(db: Any) -> int:
+        db.secrets = load_secret_box(_settings(args))
+        return await reencrypt(db, rotate=True)
+
+    try:
+        count = asyncio.run(_with_db(args, run))
+    except SecretKeyError as exc:
+        print(f"neens: error: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"Re-encrypted {count} stored secret row(s) with the first key of NEENS_SECRET_KEYS; "
+        "the other keys can now be removed.",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def register(subparsers: Any) -> None:
     """Add `serve`, `worker`, `db` and `keys` to the `neens` command."""
     serve = subparsers.add_parser("serve", help="run the Neens server")
@@ -229,3 +275,15 @@ def register(subparsers: Any) -> None:
     revoke.add_argument("key_id", help="the key's id (key_…), from `neens keys list`")
     _add_database_url(revoke)
     revoke.set_defaults(func=_keys_revoke)
+
+    secrets = subparsers.add_parser(
+        "secrets", help="keys that encrypt stored secrets (connection headers, judge API keys)"
+    )
+    secrets_sub = secrets.add_subparsers(dest="secrets_command", metavar="COMMAND", required=True)
+    generate = secrets_sub.add_parser("generate-key", help="print a new key for NEENS_SECRET_KEYS")
+    generate.set_defaults(func=_secrets_generate_key)
+    reencrypt = secrets_sub.add_parser(
+        "reencrypt", help="encrypt every stored secret again with the first key"
+    )
+    _add_database_url(reencrypt)
+    reencrypt.set_defaults(func=_secrets_reencrypt)

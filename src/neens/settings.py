@@ -52,6 +52,16 @@ class Settings(BaseSettings):
     push_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     """Longest a push-mode call may take, end to end, before its item errors."""
 
+    secret_keys: str | None = None
+    """Keys that encrypt stored secrets (agent-connection headers, judge API keys, sink
+    headers), comma-separated: the first encrypts, all decrypt. Unset on SQLite means a key
+    generated in `<home>/secret.key`; required on PostgreSQL."""
+
+    allow_private_destinations: bool = True
+    """Let agent connections, LLM judges and notification sinks reach loopback and private
+    addresses (a local agent on 127.0.0.1, a service on 10.x). Turn off on a shared server.
+    Link-local and cloud metadata addresses are refused either way."""
+
     def resolved_database_url(self) -> str:
         """The database URL in use: the configured one, or the embedded SQLite file."""
         if self.database_url:

@@ -28,11 +28,11 @@ async def _judge(
 
 
 async def test_each_judge_type_is_created_and_secrets_are_never_returned(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
     managed = await _judge(
         client,
-        ingest_key,
+        admin_key,
         {
             "name": "has-order-id",
             "type": "managed",
@@ -44,7 +44,7 @@ async def test_each_judge_type_is_created_and_secrets_are_never_returned(
     assert managed.json()["id"].startswith("jdg_")
     llm = await _judge(
         client,
-        ingest_key,
+        admin_key,
         {
             "name": "faithfulness",
             "type": "llm_prompt",
@@ -61,7 +61,7 @@ async def test_each_judge_type_is_created_and_secrets_are_never_returned(
     assert "sk-secret" not in llm.text
     composite = await _judge(
         client,
-        ingest_key,
+        admin_key,
         {
             "name": "quality",
             "type": "composite",
@@ -72,7 +72,7 @@ async def test_each_judge_type_is_created_and_secrets_are_never_returned(
         },
     )
     assert composite.status_code == 201, composite.text
-    listed = (await client.get("/judges", headers=auth(ingest_key))).json()["judges"]
+    listed = (await client.get("/judges", headers=auth(admin_key))).json()["judges"]
     assert "sk-secret" not in str(listed)
     names = {j["name"] for j in listed}
     assert {
@@ -128,21 +128,21 @@ async def test_each_judge_type_is_created_and_secrets_are_never_returned(
     ],
 )
 async def test_bad_judges_are_refused_naming_the_field(
-    client: httpx.AsyncClient, ingest_key: CreatedKey, body: dict[str, Any], field: str
+    client: httpx.AsyncClient, admin_key: CreatedKey, body: dict[str, Any], field: str
 ) -> None:
-    r = await _judge(client, ingest_key, body)
+    r = await _judge(client, admin_key, body)
     assert r.status_code in (404, 422), r.text
     assert r.json()["error"]["field"] == field, r.text
 
 
 async def test_the_primary_score_can_be_reweighted_but_not_made_cyclic(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    judges = (await client.get("/judges", headers=auth(ingest_key))).json()["judges"]
+    judges = (await client.get("/judges", headers=auth(admin_key))).json()["judges"]
     primary = next(j for j in judges if j["isPrimary"])
     contains = await _judge(
         client,
-        ingest_key,
+        admin_key,
         {
             "name": "mentions-shipping",
             "type": "managed",
@@ -152,7 +152,7 @@ async def test_the_primary_score_can_be_reweighted_but_not_made_cyclic(
     )
     wrapper = await _judge(
         client,
-        ingest_key,
+        admin_key,
         {
             "name": "wrapper",
             "type": "composite",
@@ -162,28 +162,28 @@ async def test_the_primary_score_can_be_reweighted_but_not_made_cyclic(
     r = await client.patch(
         f"/judges/{primary['id']}",
         json={"components": [{"judgeId": wrapper.json()["id"]}]},
-        headers=auth(ingest_key),
+        headers=auth(admin_key),
     )
     assert r.status_code == 422
     assert "cycle" in r.json()["error"]["message"]
     r = await client.patch(
         f"/judges/{primary['id']}",
         json={"components": [{"judgeId": contains.json()["id"], "weight": 2}]},
-        headers=auth(ingest_key),
+        headers=auth(admin_key),
     )
     assert r.status_code == 200
     assert r.json()["config"]["components"] == [{"judgeId": contains.json()["id"], "weight": 2.0}]
 
 
 async def test_an_llm_judge_scores_a_run_and_keeps_its_prompt_and_reply(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
     """The judge model is a fake OpenAI-compatible server: it stands in for a provider."""
-    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS)
+    dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
     with fake_openai(reply='{"score": 0.9, "reason": "matches the reference"}') as llm:
         judge = await _judge(
             client,
-            ingest_key,
+            admin_key,
             {
                 "name": "faithfulness",
                 "type": "llm_prompt",
@@ -194,13 +194,13 @@ async def test_an_llm_judge_scores_a_run_and_keeps_its_prompt_and_reply(
         with agent_server(RIGHT) as agents:
             done = run = await push_through(
                 client,
-                ingest_key,
+                admin_key,
                 dataset_id,
                 agents.url("/neens"),
                 judge_deployment_ids=[judge.json()["id"]],
             )
     assert done["status"] == "completed"
-    [item] = await items_of(client, ingest_key, run["id"])
+    [item] = await items_of(client, admin_key, run["id"])
     assert item["score"] == pytest.approx(0.9)
     [sent] = llm.requests
     assert sent.headers["authorization"] == "Bearer sk-x"
@@ -209,7 +209,7 @@ async def test_an_llm_judge_scores_a_run_and_keeps_its_prompt_and_reply(
     )
     assert sent.body["messages"][-1]["content"] == prompt
     scores = (
-        await client.get("/scores", params={"run_id": run["id"]}, headers=auth(ingest_key))
+        await client.get("/scores", params={"run_id": run["id"]}, headers=auth(admin_key))
     ).json()["scores"]
     assert scores[0]["prompt"] == prompt
     assert scores[0]["rawReply"] == '{"score": 0.9, "reason": "matches the reference"}'
@@ -217,13 +217,13 @@ async def test_an_llm_judge_scores_a_run_and_keeps_its_prompt_and_reply(
 
 
 async def test_a_judge_reply_that_cannot_be_parsed_is_an_error_never_a_zero(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS)
+    dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
     with fake_openai(reply="I think it is pretty good!") as llm:
         judge = await _judge(
             client,
-            ingest_key,
+            admin_key,
             {
                 "name": "vibes",
                 "type": "llm_prompt",
@@ -234,19 +234,19 @@ async def test_a_judge_reply_that_cannot_be_parsed_is_an_error_never_a_zero(
         with agent_server(RIGHT) as agents:
             done = run = await push_through(
                 client,
-                ingest_key,
+                admin_key,
                 dataset_id,
                 agents.url("/neens"),
                 judge_deployment_ids=[judge.json()["id"]],
             )
-    [item] = await items_of(client, ingest_key, run["id"])
+    [item] = await items_of(client, admin_key, run["id"])
     assert item["status"] == "error"
     assert item["score"] is None
     assert "vibes" in item["error"]
     # Every item errored in scoring: nothing was scored, so the run failed and its gate fails.
     assert done["status"] == "failed"
     [score] = (
-        await client.get("/scores", params={"run_id": run["id"]}, headers=auth(ingest_key))
+        await client.get("/scores", params={"run_id": run["id"]}, headers=auth(admin_key))
     ).json()["scores"]
     assert score["score"] is None
     assert score["unscoredReason"] == "grade_parse_failure"

@@ -102,9 +102,9 @@ async def test_bad_run_bodies_are_refused_naming_the_field(
 
 
 async def test_a_classifier_only_selection_is_refused(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS)
+    dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
     r = await client.post(
         "/judges",
         json={
@@ -114,12 +114,12 @@ async def test_a_classifier_only_selection_is_refused(
             "labels": ["billing", "shipping"],
             "endpoint": {"baseUrl": "http://127.0.0.1:9/v1", "model": "m"},
         },
-        headers=auth(ingest_key),
+        headers=auth(admin_key),
     )
     assert r.status_code == 201, r.text
     r = await _post(
         client,
-        ingest_key,
+        admin_key,
         {"dataset_id": dataset_id, "version_label": "v", "judge_deployment_ids": [r.json()["id"]]},
     )
     assert r.status_code == 422

@@ -37,22 +37,22 @@ async def app_client(settings: Settings, db: Database) -> AsyncIterator[httpx.As
 
 
 async def test_a_push_run_whose_worker_died_is_resumed_calling_only_the_pending_items(
-    settings: Settings, db: Database, ingest_key: CreatedKey
+    settings: Settings, db: Database, admin_key: CreatedKey
 ) -> None:
     with agent_server(RIGHT) as agents:
         # First server: it accepts the run, then "dies" holding the job.
         first = settings.model_copy(update={"workers_in_process": False})
         async with app_client(first, db) as client:
-            dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS)
-            conn = await connection(client, ingest_key, agents.url("/neens"))
+            dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
+            conn = await connection(client, admin_key, agents.url("/neens"))
             run = await create_run(
                 client,
-                ingest_key,
+                admin_key,
                 dataset_id=dataset_id,
                 runner_mode="push",
                 agent_connection_id=conn,
             )
-            items = await items_of(client, ingest_key, run["id"])
+            items = await items_of(client, admin_key, run["id"])
         claimed = await jobs.claim(db, "worker-that-died", lease_s=-1.0)
         assert claimed is not None and claimed.kind == "preprod.push"
         async with db.write() as s:  # it had finished one item before it died
@@ -60,8 +60,8 @@ async def test_a_push_run_whose_worker_died_is_resumed_calling_only_the_pending_
 
         # Second server: its worker takes the abandoned job over when the lease has run out.
         async with app_client(settings, db) as client:
-            done = await wait_for_run(client, ingest_key, run["id"])
-            final = await items_of(client, ingest_key, run["id"])
+            done = await wait_for_run(client, admin_key, run["id"])
+            final = await items_of(client, admin_key, run["id"])
     assert done["status"] == "completed"
     called = sorted(body["input"] for _, body in agents.requests)
     assert called == [f"q{n}" for n in range(1, 5)]

@@ -29,23 +29,23 @@ RIGHT = {item["input"]: item["expected_output"] for item in ITEMS}
 
 
 async def test_an_item_the_baseline_run_passed_and_the_candidate_failed_is_a_regression(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS)
-    baseline = await push_run(client, ingest_key, dataset_id, RIGHT)
+    dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
+    baseline = await push_run(client, admin_key, dataset_id, RIGHT)
     assert baseline["status"] == "completed"
     worse = dict(RIGHT)
     worse[ITEMS[0]["input"]] = "Sorry, I cannot help with that."
     candidate = await push_run(
         client,
-        ingest_key,
+        admin_key,
         dataset_id,
         worse,
         baseline={"kind": "preprod_run", "value": baseline["id"]},
         gate={"max_regressions": 0, "min_pass_rate": 0.9},
     )
     assert candidate["status"] == "completed_with_regressions"
-    h = auth(ingest_key)
+    h = auth(admin_key)
     gate = (await client.get(f"/preprod-evals/{candidate['id']}/gate", headers=h)).json()
     assert gate == {
         "passed": False,
@@ -74,22 +74,22 @@ async def test_an_item_the_baseline_run_passed_and_the_candidate_failed_is_a_reg
 
 
 async def test_an_item_the_baseline_failed_and_the_candidate_passed_is_a_new_pass(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS)
+    dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
     worse = dict(RIGHT)
     worse[ITEMS[1]["input"]] = "no idea"
-    baseline = await push_run(client, ingest_key, dataset_id, worse)
+    baseline = await push_run(client, admin_key, dataset_id, worse)
     candidate = await push_run(
         client,
-        ingest_key,
+        admin_key,
         dataset_id,
         RIGHT,
         baseline={"kind": "preprod_run", "value": baseline["id"]},
         gate={"max_regressions": 0},
     )
     assert candidate["status"] == "completed"
-    h = auth(ingest_key)
+    h = auth(admin_key)
     comparison = (
         await client.get(f"/preprod-evals/{candidate['id']}/comparison", headers=h)
     ).json()
@@ -101,25 +101,25 @@ async def test_an_item_the_baseline_failed_and_the_candidate_passed_is_a_new_pas
 
 
 async def test_without_a_baseline_nothing_can_regress_but_everything_counts_to_the_pass_rate(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS)
+    dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
     worse = dict(RIGHT)
     worse[ITEMS[0]["input"]] = "nope"
-    run = await push_run(client, ingest_key, dataset_id, worse, gate={"min_pass_rate": 0.5})
+    run = await push_run(client, admin_key, dataset_id, worse, gate={"min_pass_rate": 0.5})
     assert run["status"] == "completed"
-    items = await items_of(client, ingest_key, run["id"])
+    items = await items_of(client, admin_key, run["id"])
     assert all(i["baseline_passed"] is None for i in items)
-    gate = (await client.get(f"/preprod-evals/{run['id']}/gate", headers=auth(ingest_key))).json()
+    gate = (await client.get(f"/preprod-evals/{run['id']}/gate", headers=auth(admin_key))).json()
     assert gate["passed"] is True
     assert gate["passRate"] == 0.75
 
 
 async def test_a_production_window_baseline_matches_items_by_input_text(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS)
-    h = auth(ingest_key)
+    dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
+    h = auth(admin_key)
     # Production traffic for two of the prompts, scored by a production judge.
     r = await client.post(
         "/judges",
@@ -143,19 +143,19 @@ async def test_a_production_window_baseline_matches_items_by_input_text(
             ],
         }
         assert (await client.post("/sessions", json=body, headers=h)).status_code == 200
-    await wait_for_production_scores(client, ingest_key, 2)
+    await wait_for_production_scores(client, admin_key, 2)
 
     worse = dict(RIGHT)
     worse[ITEMS[0]["input"]] = "I cannot say."
     run = await push_run(
         client,
-        ingest_key,
+        admin_key,
         dataset_id,
         worse,
         baseline={"kind": "prod_window", "range": "7d"},
     )
     assert run["status"] == "completed_with_regressions"
-    by_input = {i["input"]: i for i in await items_of(client, ingest_key, run["id"])}
+    by_input = {i["input"]: i for i in await items_of(client, admin_key, run["id"])}
     assert by_input[ITEMS[0]["input"]]["baseline_passed"] is True
     assert by_input[ITEMS[1]["input"]]["baseline_passed"] is False
     # Prompts that never ran in production have no baseline verdict.
@@ -176,11 +176,11 @@ async def wait_for_production_scores(
 
 
 async def test_production_scores_never_mix_with_preprod_scores(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS[:1])
-    run = await push_run(client, ingest_key, dataset_id, RIGHT)
-    h = auth(ingest_key)
+    dataset_id, _ = await golden_dataset(client, admin_key, ITEMS[:1])
+    run = await push_run(client, admin_key, dataset_id, RIGHT)
+    h = auth(admin_key)
     preprod = (await client.get("/scores", params={"source": "preprod"}, headers=h)).json()
     production = (await client.get("/scores", params={"source": "production"}, headers=h)).json()
     assert production["scores"] == []
@@ -188,20 +188,20 @@ async def test_production_scores_never_mix_with_preprod_scores(
 
 
 async def test_the_cost_family_reports_each_rule_and_unpriced_is_skipped_never_passed(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS[:2])
+    dataset_id, _ = await golden_dataset(client, admin_key, ITEMS[:2])
     gate = {"min_pass_rate": 0.5, "cost": {"max_avg_usd": 0.004}}
     priced = await push_run(
         client,
-        ingest_key,
+        admin_key,
         dataset_id,
         RIGHT,
         gate=gate,
         model="gpt-4o",
         usage={"prompt_tokens": 1000, "completion_tokens": 400},
     )
-    h = auth(ingest_key)
+    h = auth(admin_key)
     result = (await client.get(f"/preprod-evals/{priced['id']}/gate", headers=h)).json()
     # gpt-4o: 1000 x $2.50/M + 400 x $10/M = $0.0065 per call.
     assert result["passed"] is False
@@ -216,7 +216,7 @@ async def test_the_cost_family_reports_each_rule_and_unpriced_is_skipped_never_p
     ]
     assert result["reasons"] == ["cost avg 0.0065 USD exceeds budget 0.004 USD"]
 
-    unpriced = await push_run(client, ingest_key, dataset_id, RIGHT, gate=gate)
+    unpriced = await push_run(client, admin_key, dataset_id, RIGHT, gate=gate)
     result = (await client.get(f"/preprod-evals/{unpriced['id']}/gate", headers=h)).json()
     assert result["passed"] is True
     [rule] = result["costRules"]
@@ -225,18 +225,18 @@ async def test_the_cost_family_reports_each_rule_and_unpriced_is_skipped_never_p
 
 
 async def test_metrics_has_one_row_per_judge_and_is_empty_before_scoring(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS)
-    h = auth(ingest_key)
-    waiting = await create_run(client, ingest_key, dataset_id=dataset_id)
+    dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
+    h = auth(admin_key)
+    waiting = await create_run(client, admin_key, dataset_id=dataset_id)
     r = await client.get(f"/preprod-evals/{waiting['id']}/metrics", headers=h)
     assert r.status_code == 200
     assert r.json() == {"metrics": []}
 
     worse = dict(RIGHT)
     worse[ITEMS[0]["input"]] = "nope"
-    run = await push_run(client, ingest_key, dataset_id, worse)
+    run = await push_run(client, admin_key, dataset_id, worse)
     metrics = (await client.get(f"/preprod-evals/{run['id']}/metrics", headers=h)).json()
     names = [m["metric"] for m in metrics["metrics"]]
     assert names == ["Expected-output similarity", "Primary Score"]
@@ -257,7 +257,7 @@ async def test_a_run_that_is_still_waiting_never_passes_its_gate(
 
 
 async def test_regression_insights_are_delivered_to_sinks_and_failures_are_recorded(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -267,7 +267,7 @@ async def test_regression_insights_are_delivered_to_sinks_and_failures_are_recor
     received: list[dict[str, Any]] = []
 
     async def hook(request: Request) -> Response:
-        received.append(await request.json())
+        received.append({**await request.json(), "token": request.headers.get("x-token")})
         return JSONResponse({"ok": True})
 
     async def broken(request: Request) -> Response:
@@ -276,7 +276,7 @@ async def test_regression_insights_are_delivered_to_sinks_and_failures_are_recor
     app = Starlette(
         routes=[Route("/hook", hook, methods=["POST"]), Route("/broken", broken, methods=["POST"])]
     )
-    h = auth(ingest_key)
+    h = auth(admin_key)
     with serve_in_thread(app) as sink:
         good = await client.post(
             "/notification-sinks",
@@ -288,18 +288,18 @@ async def test_regression_insights_are_delivered_to_sinks_and_failures_are_recor
         bad = await client.post(
             "/notification-sinks", json={"name": "down", "url": f"{sink.url}/broken"}, headers=h
         )
-        dataset_id, _ = await golden_dataset(client, ingest_key, ITEMS[:1])
-        baseline = await push_run(client, ingest_key, dataset_id, RIGHT)
+        dataset_id, _ = await golden_dataset(client, admin_key, ITEMS[:1])
+        baseline = await push_run(client, admin_key, dataset_id, RIGHT)
         candidate = await push_run(
             client,
-            ingest_key,
+            admin_key,
             dataset_id,
             {},
             baseline={"kind": "preprod_run", "value": baseline["id"]},
         )
         assert candidate["status"] == "completed_with_regressions"
         deadline = time.monotonic() + 20
-        while not received or not await _attempted(client, ingest_key, bad.json()["id"]):
+        while not received or not await _attempted(client, admin_key, bad.json()["id"]):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
     assert received[0]["insight"]["runId"] == candidate["id"]
@@ -309,7 +309,8 @@ async def test_regression_insights_are_delivered_to_sinks_and_failures_are_recor
     ).json()["deliveries"]
     assert delivery["lastStatusCode"] == 503
     assert delivery["status"] in ("pending", "failed")
-    assert "503" in delivery["lastError"]
+    assert delivery["lastError"] == "sink answered HTTP 503: no"
+    assert received[0]["token"] == "s3cret", "the stored (encrypted) header is sent decrypted"
 
 
 async def _attempted(client: httpx.AsyncClient, key: CreatedKey, sink_id: str) -> bool:

@@ -29,11 +29,14 @@ from neens.api.routers import (
     sessions,
     traces,
 )
+from neens.engine.destinations import guarded_client
 from neens.engine.handlers import make_worker
 from neens.engine.ingest import SpanWriter
+from neens.secrets import load_secret_box
 from neens.settings import Settings
 from neens.store import migrate
 from neens.store.db import Database
+from neens.store.secrets import reencrypt
 
 ROUTERS = (
     health,
@@ -60,10 +63,12 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
         db = database or Database(settings.resolved_database_url())
         if settings.migrate_on_start and database is None:
             await migrate.upgrade(settings.resolved_database_url())
+        db.secrets = load_secret_box(settings)
+        await reencrypt(db, rotate=False)
         writer = SpanWriter(db)
         writer.start()
-        async with httpx.AsyncClient(
-            follow_redirects=False,
+        async with guarded_client(
+            allow_private=settings.allow_private_destinations,
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
             timeout=httpx.Timeout(settings.push_timeout_s),
         ) as http:

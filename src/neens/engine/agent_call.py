@@ -4,7 +4,9 @@ Each call is bounded: the prompt is truncated at 200,000 characters, the whole e
 finish within the timeout (60 s by default, enforced end to end, not per socket read, so a
 server that drips bytes cannot hold an item forever), and the response body is read only up to
 8 MiB. Every failure becomes an `AgentCallFailed` with a reason a person can act on; nothing is
-ever invented in place of an answer.
+ever invented in place of an answer. Text copied from the reply into that reason is bounded
+(`destinations.excerpt`), and the client given must be a `destinations.guarded_client`, which
+refuses destinations the policy does not allow and never follows redirects.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import httpx
 
 from neens.domain.conventions import token_count
 from neens.domain.json_path import extract, parse_path
+from neens.engine.destinations import DestinationRefused, excerpt
 
 MAX_PROMPT_CHARS = 200_000
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
@@ -89,18 +92,19 @@ async def call_agent(
             status, raw = await _post(client, endpoint, body)
     except TimeoutError:
         raise AgentCallFailed(f"no complete answer within {timeout_s:g} s (timeout)") from None
+    except DestinationRefused as exc:
+        raise AgentCallFailed(f"refused to call {endpoint.url}: {exc}") from None
     except httpx.TransportError as exc:
         raise AgentCallFailed(f"could not reach {endpoint.url}: {_describe(exc)}") from None
     latency_ms = (loop.time() - started) * 1000
     if not 200 <= status < 300:
-        snippet = raw[:200].decode("utf-8", errors="replace")
-        raise AgentCallFailed(f"endpoint answered HTTP {status}: {snippet}".rstrip(": "))
+        raise AgentCallFailed(f"endpoint answered HTTP {status}: {excerpt(raw)}".rstrip(": "))
     if not raw.strip():
         raise AgentCallFailed("endpoint answered with an empty body")
     try:
         document = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AgentCallFailed(f"endpoint did not answer JSON: {exc}") from None
+        raise AgentCallFailed(f"endpoint did not answer JSON: {excerpt(str(exc))}") from None
     except ValueError:  # Python refuses integers of more than 4,300 digits
         raise AgentCallFailed(
             "endpoint did not answer JSON Neens can read: a number is too long"
@@ -162,4 +166,4 @@ def _usage(document: Any) -> tuple[int | None, int | None]:
 
 def _describe(exc: httpx.TransportError) -> str:
     text = str(exc) or type(exc).__name__
-    return text.splitlines()[0]
+    return excerpt(text.splitlines()[0])

@@ -7,27 +7,52 @@ unscored rather than averaged over the rest.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from neens.domain.judges import JudgeCase, Verdict, composite, run_managed
 from neens.engine.llm_judge import LlmEndpoint, classify_with_llm, judge_with_llm
+from neens.queue.worker import JobContext
+from neens.secrets import SecretBox, SecretKeyError
+from neens.settings import Settings
 from neens.store.judges import JudgeInfo
 
 
-def llm_endpoint(judge: JudgeInfo) -> LlmEndpoint:
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """What calling a judge's endpoint needs besides the judge: the keys its stored API key is
+    encrypted with, and whether loopback and private addresses may be called."""
+
+    secrets: SecretBox
+    allow_private: bool
+
+
+def outbound_of(ctx: JobContext) -> Outbound:
+    """The `Outbound` of a job: the database's keys and the worker's settings."""
+    settings: Settings = ctx.services["settings"]
+    return Outbound(ctx.db.secrets, settings.allow_private_destinations)
+
+
+def llm_endpoint(judge: JudgeInfo, outbound: Outbound) -> LlmEndpoint:
     endpoint = judge.config["endpoint"]
+    secret = judge.secret
     return LlmEndpoint(
         base_url=endpoint["baseUrl"],
         model=endpoint["model"],
-        api_key=judge.secret,
+        api_key=None
+        if secret is None
+        else outbound.secrets.open(secret, what=f"the API key of judge {judge.name!r}"),
         timeout_s=float(endpoint.get("timeoutS", 60.0)),
+        allow_private=outbound.allow_private,
     )
 
 
 class CaseJudge:
     """Evaluates judges for one case, remembering each judge's verdict."""
 
-    def __init__(self, judges: dict[str, JudgeInfo], case: JudgeCase) -> None:
+    def __init__(self, judges: dict[str, JudgeInfo], case: JudgeCase, outbound: Outbound) -> None:
         self.judges = judges
         self.case = case
+        self.outbound = outbound
         self.verdicts: dict[str, Verdict] = {}
 
     async def verdict(self, judge_id: str) -> Verdict:
@@ -38,11 +63,15 @@ class CaseJudge:
     async def _evaluate(self, judge: JudgeInfo) -> Verdict:
         if judge.type == "managed":
             return run_managed(judge.config["check"], judge.config["options"], self.case)
-        if judge.type == "llm_prompt":
-            return await judge_with_llm(llm_endpoint(judge), judge.config["template"], self.case)
-        if judge.type == "classifier":
+        if judge.type in ("llm_prompt", "classifier"):
+            try:
+                endpoint = llm_endpoint(judge, self.outbound)
+            except SecretKeyError as exc:
+                return Verdict.unscored("judge_call_failed", str(exc))
+            if judge.type == "llm_prompt":
+                return await judge_with_llm(endpoint, judge.config["template"], self.case)
             return await classify_with_llm(
-                llm_endpoint(judge), judge.config["template"], judge.config["labels"], self.case
+                endpoint, judge.config["template"], judge.config["labels"], self.case
             )
         parts = []
         for component in judge.config["components"]:

@@ -16,6 +16,11 @@ The system message asks for `{"score": <0..1>, "reason": "..."}` (or `{"label": 
 many OpenAI-compatible servers reject it. `Verdict.prompt` holds the user message exactly as
 sent; the system message is the deterministic text below.
 
+Destinations: the request goes through `destinations.guarded_client`, so a base URL that
+resolves to a link-local or metadata address (or, with `allow_private` off, a private one) is
+unscored "judge_call_failed" without a request being sent. Error text is bounded by
+`destinations.excerpt`.
+
 Failure handling: an API error status, a connection error, a timeout, no choices or no message
 text give an unscored verdict "judge_call_failed" carrying the error; nothing of that kind is
 raised to the caller, since one flaky call must not abort a run of thousands. Programming errors
@@ -26,11 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
@@ -45,6 +51,7 @@ from neens.domain.judges import (
     validate_labels,
     validate_template,
 )
+from neens.engine.destinations import DestinationRefused, GuardedAnyTransport, excerpt
 from neens.errors import Unprocessable
 
 MAX_RETRIES: Final = 2
@@ -88,6 +95,8 @@ class LlmEndpoint:
     api_key: str | None = field(repr=False)
     timeout_s: float = 60.0
     max_tokens: int | None = None
+    allow_private: bool = True
+    """Whether loopback and private addresses may be called (see `engine.destinations`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.base_url, str) or not self.base_url.startswith(
@@ -167,6 +176,7 @@ async def _complete(endpoint: LlmEndpoint, system: str, prompt: str) -> str | Ve
                 api_key=endpoint.api_key or "unused",
                 timeout=endpoint.timeout_s,
                 max_retries=MAX_RETRIES,
+                http_client=_http_client(endpoint),
             ) as client,
         ):
             # Two calls rather than a "not given" sentinel, whose name changed across openai 1.x.
@@ -183,17 +193,31 @@ async def _complete(endpoint: LlmEndpoint, system: str, prompt: str) -> str | Ve
                 )
     except TimeoutError:
         return _call_failed(prompt, f"no reply within {endpoint.timeout_s:g}s")
+    except DestinationRefused as exc:
+        return _call_failed(prompt, f"refused to call {endpoint.base_url}: {exc}")
     except openai.OpenAIError as exc:
-        return _call_failed(prompt, f"{type(exc).__name__}: {_bounded(str(exc))}")
+        if isinstance(exc.__cause__, DestinationRefused):
+            return _call_failed(prompt, f"refused to call {endpoint.base_url}: {exc.__cause__}")
+        return _call_failed(prompt, f"{type(exc).__name__}: {excerpt(str(exc))}")
     return _reply_text(completion, prompt)
 
 
-_MAX_ERROR_CHARS: Final = 500
+def _http_client(endpoint: LlmEndpoint) -> Any:
+    """The `openai` client's HTTP client, with the destination guard in its transport.
 
-
-def _bounded(text: str) -> str:
-    """Error text cut to 500 characters: a proxy's HTML error page does not belong in a reason."""
-    return text if len(text) <= _MAX_ERROR_CHARS else text[:_MAX_ERROR_CHARS] + "…"
+    Built from the client class `openai` itself uses (its HTTP package differs across
+    versions), so the transport given is one it can drive; redirects are not followed."""
+    client_class = openai.DefaultAsyncHttpxClient
+    package = importlib.import_module(client_class.__mro__[1].__module__.split(".")[0])
+    transport = GuardedAnyTransport(
+        package.AsyncHTTPTransport(), allow_private=endpoint.allow_private
+    )
+    options: dict[str, Any] = {
+        "transport": transport,
+        "timeout": endpoint.timeout_s,
+        "follow_redirects": False,
+    }
+    return client_class(**options)
 
 
 def _reply_text(completion: object, prompt: str) -> str | Verdict:

@@ -2,7 +2,9 @@
 
 Job `notify.deliver`: POST the insight as JSON to the sink's URL. A failure (connection error,
 timeout, non-2xx) is recorded on the delivery and the job is retried with backoff; after the
-last attempt the delivery is marked `failed` and stays visible. The run that produced the
+last attempt the delivery is marked `failed` and stays visible. The sink's headers are decrypted
+only for the call; the request goes through the destination policy (`engine.destinations`), and
+text copied from the sink's reply into the recorded error is bounded. The run that produced the
 insight finished before any of this started.
 """
 
@@ -13,8 +15,10 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
+from neens.engine.destinations import MAX_EXCERPT_CHARS, DestinationRefused, excerpt
 from neens.queue.jobs import MAX_ATTEMPTS
 from neens.queue.worker import JobContext
+from neens.secrets import SecretKeyError
 from neens.store.models import Insight, NotificationDelivery, NotificationSink
 from neens.store.types import utcnow
 
@@ -23,6 +27,16 @@ DELIVERY_TIMEOUT_S = 10.0
 
 class DeliveryFailed(Exception):
     """The sink did not accept the insight; the job is retried."""
+
+
+async def _head(reply: httpx.Response) -> str:
+    """The start of a reply's body, for the recorded error; the rest is never read."""
+    head = b""
+    async for chunk in reply.aiter_bytes():
+        head += chunk
+        if len(head) >= 4 * MAX_EXCERPT_CHARS:
+            break
+    return excerpt(head)
 
 
 async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
@@ -49,14 +63,19 @@ async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
     status_code: int | None = None
     error: str | None = None
     try:
-        reply = await client.post(
-            sink.url, json=body, headers=dict(sink.headers), timeout=DELIVERY_TIMEOUT_S
-        )
-        status_code = reply.status_code
-        if not reply.is_success:
-            error = f"sink answered HTTP {reply.status_code}"
+        headers = db.secrets.open_headers(sink.headers, what=f"notification sink {sink.id}")
+        async with client.stream(
+            "POST", sink.url, json=body, headers=headers, timeout=DELIVERY_TIMEOUT_S
+        ) as reply:
+            status_code = reply.status_code
+            if not reply.is_success:
+                error = f"sink answered HTTP {status_code}: {await _head(reply)}".rstrip(": ")
+    except SecretKeyError as exc:
+        error = str(exc)
+    except DestinationRefused as exc:
+        error = f"refused to call {sink.url}: {exc}"
     except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}".strip(": ")
+        error = excerpt(f"{type(exc).__name__}: {exc}".strip(": "))
     async with db.write() as s:
         row = await s.scalar(
             select(NotificationDelivery)

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import select
 
 from neens.domain.judges import JudgeCase
-from neens.engine.judging import CaseJudge
+from neens.engine.judging import CaseJudge, outbound_of
 from neens.ingest.records import SpanRecord
 from neens.queue.jobs import enqueue
 from neens.queue.worker import JobContext
@@ -77,7 +77,7 @@ async def score_production_session(ctx: JobContext, payload: dict[str, Any]) -> 
         judges = await judges_by_id(s, project_id, judge_ids)
     if session is None or session.eval_run_id is not None or not judge_ids:
         return
-    judge = CaseJudge(judges, JudgeCase(session.input, session.output, None))
+    judge = CaseJudge(judges, JudgeCase(session.input, session.output, None), outbound_of(ctx))
     verdicts = {judge_id: await judge.verdict(judge_id) for judge_id in judge_ids}
     async with db.write() as s:
         s.add_all(

@@ -28,6 +28,7 @@ from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, 
 from neens.engine.batching import BatchWriter, batch_writer
 from neens.ingest.records import SpanRecord
 from neens.queue.worker import JobContext
+from neens.secrets import SecretKeyError
 from neens.store.db import Database
 from neens.store.models import AgentConnection, PreprodItem, PreprodRun, TraceSession
 from neens.store.runs import dispatch_scoring_once, fail_run, mark_item_error, refusal
@@ -124,11 +125,16 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
     if connection is None:
         await fail_run(db, run_id, "the run's agent connection no longer exists")
         return
+    try:
+        headers = db.secrets.open_headers(connection.headers, what=f"connection {connection.id}")
+    except SecretKeyError as exc:
+        await _fail_run(db, run_id, str(exc))
+        return
     endpoint = AgentEndpoint(
         url=connection.url,
         request_format=connection.request_format,
         answer_path=connection.answer_path,
-        headers=dict(connection.headers),
+        headers=headers,
         # The model sent is the one frozen on the run, never the connection's current one.
         model=run.model,
     )

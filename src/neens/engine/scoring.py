@@ -27,7 +27,7 @@ from sqlalchemy.exc import OperationalError
 from neens.domain.judges import JudgeCase, Verdict, passes
 from neens.domain.preprod import ItemOutcome, candidate_verdict, cohort_stats
 from neens.engine.batching import batch_writer
-from neens.engine.judging import CaseJudge
+from neens.engine.judging import CaseJudge, outbound_of
 from neens.queue.worker import JobContext
 from neens.store.db import Database
 from neens.store.insights import add_insight
@@ -62,6 +62,7 @@ async def score_run(ctx: JobContext, payload: dict[str, Any]) -> None:
             )
         ).all()
     slots = asyncio.Semaphore(SCORING_CONCURRENCY)
+    outbound = outbound_of(ctx)
     names = {judge_id: info.name for judge_id, info in judges.items()}
 
     async def store(batch: list[_Judged]) -> None:
@@ -81,7 +82,7 @@ async def score_run(ctx: JobContext, payload: dict[str, Any]) -> None:
         async def one(item: PreprodItem, output: str | None, session_pk: int) -> None:
             async with slots:
                 case = JudgeCase(item.input, output, item.expected_output)
-                judge = CaseJudge(judges, case)
+                judge = CaseJudge(judges, case, outbound)
                 top = [(judge_id, await judge.verdict(judge_id)) for judge_id in run.judge_ids]
                 await writer.put(_Judged(item.item_id, session_pk, judge.verdicts, top))
 

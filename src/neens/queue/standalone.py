@@ -12,10 +12,13 @@ import signal
 
 import httpx
 
+from neens.engine.destinations import guarded_client
 from neens.engine.handlers import make_worker
+from neens.secrets import load_secret_box
 from neens.settings import Settings
 from neens.store import migrate
 from neens.store.db import Database
+from neens.store.secrets import reencrypt
 
 log = logging.getLogger("neens.worker")
 
@@ -46,8 +49,11 @@ async def run_worker(settings: Settings, *, stop: asyncio.Event | None = None) -
         loop.add_signal_handler(sig, stop.set)
     db = Database(url)
     try:
-        async with httpx.AsyncClient(
-            follow_redirects=False, timeout=httpx.Timeout(settings.push_timeout_s)
+        db.secrets = load_secret_box(settings)
+        await reencrypt(db, rotate=False)
+        async with guarded_client(
+            allow_private=settings.allow_private_destinations,
+            timeout=httpx.Timeout(settings.push_timeout_s),
         ) as http:
             worker = make_worker(db, settings, http)
             log.info("worker %s started", worker.name)

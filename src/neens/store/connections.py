@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.errors import Conflict, NotFound
 from neens.store.db import Database
@@ -24,13 +25,15 @@ class ConnectionInfo:
     provider: str
     request_format: str
     answer_path: str | None
-    headers: dict[str, str]
-    """Including secrets: for calling the endpoint only, never for responses."""
+    header_names: list[str]
+    """The stored headers' names; their values are secret and stay in the store, encrypted."""
     created_at: datetime
     updated_at: datetime
+    dropped_header_names: list[str] = field(default_factory=list)
+    """Headers an update removed because it changed the URL without setting headers again."""
 
 
-def _info(row: AgentConnection) -> ConnectionInfo:
+def _info(row: AgentConnection, dropped: list[str] | None = None) -> ConnectionInfo:
     return ConnectionInfo(
         row.id,
         row.name,
@@ -39,24 +42,35 @@ def _info(row: AgentConnection) -> ConnectionInfo:
         row.provider,
         row.request_format,
         row.answer_path,
-        dict(row.headers),
+        sorted(row.headers),
         row.created_at,
         row.updated_at,
+        dropped or [],
     )
 
 
-async def create_connection(db: Database, project_id: str, **fields: Any) -> ConnectionInfo:
-    async with db.write() as s:
-        exists = await s.scalar(
-            select(AgentConnection.id).where(
-                AgentConnection.project_id == project_id, AgentConnection.name == fields["name"]
-            )
+async def _refuse_taken_name(
+    s: AsyncSession, project_id: str, name: str, connection_id: str | None
+) -> None:
+    exists = await s.scalar(
+        select(AgentConnection.id).where(
+            AgentConnection.project_id == project_id,
+            AgentConnection.name == name,
+            AgentConnection.id != (connection_id or ""),
         )
-        if exists is not None:
-            raise Conflict(
-                f"an agent connection named {fields['name']!r} already exists ({exists})",
-                field="name",
-            )
+    )
+    if exists is not None:
+        raise Conflict(
+            f"an agent connection named {name!r} already exists ({exists}); pick another name",
+            field="name",
+        )
+
+
+async def create_connection(db: Database, project_id: str, **fields: Any) -> ConnectionInfo:
+    """Create a connection; its header values are stored encrypted."""
+    fields["headers"] = db.secrets.seal_headers(fields.get("headers") or {})
+    async with db.write() as s:
+        await _refuse_taken_name(s, project_id, fields["name"], None)
         row = AgentConnection(id=new_id("conn_"), project_id=project_id, **fields)
         s.add(row)
     return _info(row)
@@ -65,6 +79,11 @@ async def create_connection(db: Database, project_id: str, **fields: Any) -> Con
 async def update_connection(
     db: Database, project_id: str, connection_id: str, **fields: Any
 ) -> ConnectionInfo:
+    """Change a connection. A new URL without new headers drops the stored headers: they were
+    meant for the old destination, and must not follow the calls to a new one."""
+    if fields.get("headers") is not None:
+        fields["headers"] = db.secrets.seal_headers(fields["headers"])
+    dropped: list[str] = []
     async with db.write() as s:
         row = await s.scalar(
             select(AgentConnection).where(
@@ -73,10 +92,15 @@ async def update_connection(
         )
         if row is None:
             raise NotFound(f"no agent connection {connection_id!r}", field="connection_id")
+        if "name" in fields and fields["name"] != row.name:
+            await _refuse_taken_name(s, project_id, fields["name"], row.id)
+        if "url" in fields and fields["url"] != row.url and "headers" not in fields:
+            dropped = sorted(row.headers)
+            fields["headers"] = {}
         for name, value in fields.items():
             setattr(row, name, value)
         row.updated_at = utcnow()
-    return _info(row)
+    return _info(row, dropped)
 
 
 async def get_connection(db: Database, project_id: str, connection_id: str) -> ConnectionInfo:

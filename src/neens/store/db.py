@@ -26,6 +26,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from neens.secrets import SecretBox, SecretKeyError
+
 SQLITE_JOURNAL_MODE = "WAL"
 """Readers never block the writer and the writer never blocks readers."""
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -106,12 +108,25 @@ class Database:
         self._memo: dict[tuple[str, str], tuple[float, Any]] = {}
         self._sync_engine: Engine | None = None
         self._sync_thread: ThreadPoolExecutor | None = None
+        self._secrets: SecretBox | None = None
         database = make_url(normalize_url(url)).database
         if self.dialect == "sqlite" and database and database != ":memory:":
             # (An in-memory database is private to its connection: a second engine would not
             # see it, so `run_write` keeps to the async engine there.)
             self._sync_engine = _make_sync_sqlite_engine(url)
             self._sync_thread = ThreadPoolExecutor(1, thread_name_prefix="neens-sqlite-write")
+
+    @property
+    def secrets(self) -> SecretBox:
+        """The keys stored secrets are encrypted with; set by whoever starts the server, a
+        worker or a command (`neens.secrets.load_secret_box`)."""
+        if self._secrets is None:
+            raise SecretKeyError("no secret keys configured for this database handle")
+        return self._secrets
+
+    @secrets.setter
+    def secrets(self, box: SecretBox) -> None:
+        self._secrets = box
 
     def memo_get(self, kind: str, key: str, *, ttl_s: float) -> Any | None:
         """A value remembered within the last `ttl_s` seconds by this process, else None."""

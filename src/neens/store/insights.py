@@ -97,7 +97,11 @@ async def create_sink(
     db: Database, project_id: str, *, name: str, url: str, headers: dict[str, str]
 ) -> SinkInfo:
     row = NotificationSink(
-        id=new_id("sink_"), project_id=project_id, name=name, url=url, headers=headers
+        id=new_id("sink_"),
+        project_id=project_id,
+        name=name,
+        url=url,
+        headers=db.secrets.seal_headers(headers),
     )
     async with db.write() as s:
         s.add(row)

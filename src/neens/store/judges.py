@@ -26,7 +26,8 @@ class JudgeInfo:
     type: str
     config: dict[str, Any]
     secret: str | None
-    """An LLM endpoint's API key: for calling it only, never for responses."""
+    """An LLM endpoint's API key as stored (encrypted; `engine.judging.llm_endpoint` decrypts
+    it for the call): never for responses."""
     enabled: bool
     score_production: bool
     is_primary: bool
@@ -103,7 +104,7 @@ async def create_judge(
             name=name,
             type=type,
             config=config,
-            secret=secret,
+            secret=None if secret is None else db.secrets.seal(secret),
             enabled=enabled,
             score_production=score_production,
         )

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from neens.api.deps import AnyKey, DbDep
+from neens.api.deps import AdminKey, AnyKey, DbDep, SettingsDep
 from neens.api.schemas.judges import (
     ClassifierJudgeIn,
     CompositeJudgeIn,
@@ -18,6 +18,7 @@ from neens.api.schemas.judges import (
     ManagedJudgeIn,
 )
 from neens.domain.judges import validate_labels, validate_managed_config, validate_template
+from neens.engine.destinations import check_url
 from neens.errors import Unprocessable
 from neens.store import judges as store
 
@@ -64,8 +65,13 @@ def _config(body: JudgeIn) -> tuple[dict[str, Any], str | None]:
 
 
 @router.post("", status_code=201, operation_id="judges-create")
-async def create_judge(body: JudgeIn, principal: AnyKey, db: DbDep) -> JudgeOut:
+async def create_judge(
+    body: JudgeIn, principal: AdminKey, db: DbDep, settings: SettingsDep
+) -> JudgeOut:
     config, secret = _config(body)
+    if "endpoint" in config:
+        allow = settings.allow_private_destinations
+        check_url(config["endpoint"]["baseUrl"], allow_private=allow, field="endpoint.baseUrl")
     info = await store.create_judge(
         db,
         principal.project_id,
@@ -93,7 +99,9 @@ async def get_judge(judge_id: str, principal: AnyKey, db: DbDep) -> JudgeOut:
 
 
 @router.patch("/{judge_id}", operation_id="judges-update")
-async def update_judge(judge_id: str, body: JudgeUpdate, principal: AnyKey, db: DbDep) -> JudgeOut:
+async def update_judge(
+    judge_id: str, body: JudgeUpdate, principal: AdminKey, db: DbDep
+) -> JudgeOut:
     """Enable or disable a judge, switch production scoring, or change a composite's parts."""
     fields = body.model_dump(exclude_unset=True)
     if "components" in fields:

@@ -6,15 +6,19 @@ from dataclasses import asdict
 
 from fastapi import APIRouter
 
-from neens.api.deps import AnyKey, DbDep
+from neens.api.deps import AdminKey, DbDep, SettingsDep
 from neens.api.schemas.insights import DeliveryList, DeliveryOut, SinkCreate, SinkList, SinkOut
+from neens.engine.destinations import check_url
 from neens.store import insights as store
 
 router = APIRouter(prefix="/notification-sinks", tags=["notification-sinks"])
 
 
 @router.post("", status_code=201, operation_id="notification_sinks-create")
-async def create_sink(body: SinkCreate, principal: AnyKey, db: DbDep) -> SinkOut:
+async def create_sink(
+    body: SinkCreate, principal: AdminKey, db: DbDep, settings: SettingsDep
+) -> SinkOut:
+    check_url(str(body.url), allow_private=settings.allow_private_destinations, field="url")
     info = await store.create_sink(
         db, principal.project_id, name=body.name, url=str(body.url), headers=body.headers
     )
@@ -22,13 +26,13 @@ async def create_sink(body: SinkCreate, principal: AnyKey, db: DbDep) -> SinkOut
 
 
 @router.get("", operation_id="notification_sinks-list")
-async def list_sinks(principal: AnyKey, db: DbDep) -> SinkList:
+async def list_sinks(principal: AdminKey, db: DbDep) -> SinkList:
     infos = await store.list_sinks(db, principal.project_id)
     return SinkList(notification_sinks=[SinkOut(**asdict(i)) for i in infos])
 
 
 @router.get("/{sink_id}/deliveries", operation_id="notification_sinks-deliveries")
-async def list_deliveries(sink_id: str, principal: AnyKey, db: DbDep) -> DeliveryList:
+async def list_deliveries(sink_id: str, principal: AdminKey, db: DbDep) -> DeliveryList:
     """Every delivery to this sink: delivered, still being retried, or failed for good."""
     infos = await store.list_deliveries(db, principal.project_id, sink_id)
     return DeliveryList(

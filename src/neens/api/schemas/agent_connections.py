@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, HttpUrl, field_validator
+from pydantic import ConfigDict, Field, HttpUrl, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+from neens.api.schemas.headers import Headers
 from neens.domain.json_path import parse_path
 
 RequestFormat = Literal["chat", "neens"]
@@ -26,13 +28,11 @@ def _check_path(value: str | None) -> str | None:
     return value
 
 
-def _check_headers(value: dict[str, str] | None) -> dict[str, str] | None:
-    for name in value or {}:
-        if not name or any(c in name for c in " \t\r\n:"):
-            raise ValueError(f"{name!r} is not a valid HTTP header name")
-    for header_value in (value or {}).values():
-        if any(c in header_value for c in "\r\n"):
-            raise ValueError("header values must not contain line breaks")
+def refuse_null(value: object, info: ValidationInfo) -> object:
+    """A PATCH field that may be left out but not set to null: the stored value cannot be
+    empty, and a null that slipped through would break every later read."""
+    if value is None:
+        raise ValueError(f"{info.field_name} cannot be null; leave it out to keep its value")
     return value
 
 
@@ -52,33 +52,33 @@ class ConnectionCreate(_CamelRequest):
     answer_path: StorableStr | None = Field(default=None, max_length=500)
     """Where the answer is in the endpoint's JSON reply, e.g. `data.answer`; overrides the
     format's default."""
-    headers: dict[str, StorableStr] = Field(default_factory=dict)
-    """Headers sent with each call (e.g. an API key). Stored, never returned."""
+    headers: Headers = Field(default_factory=dict)
+    """Headers sent with each call (e.g. an API key). Stored encrypted, never returned."""
 
     _path = field_validator("answer_path")(_check_path)
-    _headers = field_validator("headers")(_check_headers)
 
 
 class ConnectionUpdate(_CamelRequest):
     """Fields to change; runs already created keep the model they copied."""
 
-    name: StorableStr | None = Field(default=None, min_length=1, max_length=200)
-    """A new name."""
-    url: HttpUrl | None = None
-    """A new endpoint URL."""
+    name: Annotated[StorableStr, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = None
+    """A new name, unique within the project."""
+    url: HttpUrl | SkipJsonSchema[None] = None
+    """A new endpoint URL. Unless `headers` is given too, the stored headers are dropped (they
+    were meant for the old URL); the response lists them in `droppedHeaderNames`."""
     model: StorableStr | None = Field(default=None, max_length=500)
-    """A new model (affects runs created from now on)."""
-    provider: StorableStr | None = Field(default=None, max_length=100)
+    """A new model (affects runs created from now on); null clears it."""
+    provider: Annotated[StorableStr, Field(max_length=100)] | SkipJsonSchema[None] = None
     """A new provider."""
-    request_format: RequestFormat | None = None
+    request_format: RequestFormat | SkipJsonSchema[None] = None
     """A new request format."""
     answer_path: StorableStr | None = Field(default=None, max_length=500)
-    """A new answer path."""
-    headers: dict[str, StorableStr] | None = None
-    """Replaces all headers."""
+    """A new answer path; null goes back to the format's default."""
+    headers: Headers | SkipJsonSchema[None] = None
+    """Replaces all headers (`{}` removes them)."""
 
     _path = field_validator("answer_path")(_check_path)
-    _headers = field_validator("headers")(_check_headers)
+    _not_null = field_validator("name", "url", "provider", "request_format", "headers")(refuse_null)
 
 
 class ConnectionOut(ResponseBody):
@@ -92,6 +92,13 @@ class ConnectionOut(ResponseBody):
     header_names: list[str] = Field(description="Names of the stored headers; values are secret.")
     created_at: datetime = Field(description="When the connection was created (UTC).")
     updated_at: datetime = Field(description="When it was last changed (UTC).")
+
+
+class ConnectionUpdated(ConnectionOut):
+    dropped_header_names: list[str] = Field(
+        description="Headers this change removed because it gave a new `url` without "
+        "`headers`: set them again if the new endpoint needs them. Empty otherwise."
+    )
 
 
 class ConnectionList(ResponseBody):

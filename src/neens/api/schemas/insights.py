@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field, HttpUrl
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+from neens.api.schemas.headers import Headers
 
 
 class InsightOut(ResponseBody):
@@ -28,8 +29,8 @@ class SinkCreate(RequestBody):
     """A name for the sink."""
     url: HttpUrl
     """The webhook insights are POSTed to as JSON."""
-    headers: dict[str, StorableStr] = Field(default_factory=dict)
-    """Headers sent with each delivery (e.g. a token). Stored, never returned."""
+    headers: Headers = Field(default_factory=dict)
+    """Headers sent with each delivery (e.g. a token). Stored encrypted, never returned."""
 
 
 class SinkOut(ResponseBody):

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, HttpUrl
+from pydantic import ConfigDict, Field, HttpUrl, field_validator
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 
+from neens.api.schemas.agent_connections import refuse_null
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
 
 
@@ -87,12 +89,14 @@ JudgeIn = Annotated[
 
 
 class JudgeUpdate(_Camel):
-    enabled: bool | None = None
+    enabled: bool | SkipJsonSchema[None] = None
     """Enable or disable the judge."""
-    score_production: bool | None = None
+    score_production: bool | SkipJsonSchema[None] = None
     """Score production sessions as they arrive."""
-    components: list[ComponentIn] | None = Field(default=None, min_length=1)
+    components: Annotated[list[ComponentIn], Field(min_length=1)] | SkipJsonSchema[None] = None
     """A composite's new components (the Primary Score included)."""
+
+    _not_null = field_validator("enabled", "score_production", "components")(refuse_null)
 
 
 class JudgeOut(ResponseBody):

@@ -1,0 +1,160 @@
+"""The route × role table of docs/server.md is what the app enforces, for every route.
+
+The table in the docs is the one declaration: this test reads it, fails when a route of the
+OpenAPI document has no row (a new route needs a role decision) or a row names no route, and
+calls every route with no key, an `ingest` key, an `admin` key and another project's key.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from neens.api.openapi_dump import openapi_document
+from neens.store.keys import CreatedKey
+from tests.conftest import auth
+
+ROOT = Path(__file__).resolve().parents[2]
+ROW = re.compile(r"^\| `(GET|POST|PUT|PATCH|DELETE) (/\S*)` \| ([^|]+) \|$")
+WHO = {"anyone, no key": {"none", "ingest", "admin"}, "ingest, admin": {"ingest", "admin"}}
+
+
+def documented_roles() -> dict[tuple[str, str], set[str]]:
+    """The docs' route × role table: (method, path) -> the roles that may call it."""
+    text = (ROOT / "docs" / "server.md").read_text(encoding="utf-8")
+    table: dict[tuple[str, str], set[str]] = {}
+    for line in text.splitlines():
+        if (match := ROW.match(line)) is not None:
+            method, path, who = match.groups()
+            table[(method, path)] = WHO.get(who.strip(), {who.strip()})
+    return table
+
+
+def app_routes() -> list[tuple[str, str]]:
+    return [
+        (method.upper(), path)
+        for path, operations in openapi_document()["paths"].items()
+        for method in operations
+    ]
+
+
+def test_every_route_has_exactly_one_role_decision_in_the_docs() -> None:
+    table = documented_roles()
+    routes = app_routes()
+    assert sorted(set(routes) - set(table)) == [], "routes without a row in docs/server.md"
+    assert sorted(set(table) - set(routes)) == [], "rows of docs/server.md naming no route"
+    assert all(roles <= {"none", "ingest", "admin"} for roles in table.values()), table
+
+
+def test_the_role_column_of_api_md_agrees_with_the_table() -> None:
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    meaning = {"none": {"none", "ingest", "admin"}, "any": {"ingest", "admin"}, "admin": {"admin"}}
+    row = re.compile(r"^\| `(GET|POST|PUT|PATCH|DELETE) (/\S*)` \| (\w+) \|")
+    table = documented_roles()
+    seen = 0
+    for line in text.splitlines():
+        if (match := row.match(line)) is not None:
+            method, path, who = match.groups()
+            assert meaning[who] == table[(method, path)], line
+            seen += 1
+    assert seen == len(table)
+
+
+async def _project(client: httpx.AsyncClient, key: CreatedKey) -> dict[str, str]:
+    """One of each resource in the key's project; path parameter name -> id."""
+    h = auth(key)
+    ds = (await client.post("/datasets", json={"name": "golden"}, headers=h)).json()["id"]
+    r = await client.post(
+        f"/datasets/{ds}/versions",
+        json={"items": [{"input": "q", "expected_output": "a"}], "golden": True},
+        headers=h,
+    )
+    version = r.json()["id"]
+    body = {"dataset_id": ds, "version_label": "v1", "runner_mode": "runner"}
+    run = (await client.post("/preprod-evals", json=body, headers=h)).json()["id"]
+    items = (await client.get(f"/preprod-evals/{run}/items", headers=h)).json()["items"]
+    conn = await client.post(
+        "/agent-connections",
+        json={"name": "agent", "url": "http://127.0.0.1:9/agent", "headers": {"X-Key": "s"}},
+        headers=h,
+    )
+    judge = await client.post(
+        "/judges", json={"name": "exact", "type": "managed", "check": "exact_match"}, headers=h
+    )
+    sink = await client.post(
+        "/notification-sinks", json={"name": "hook", "url": "http://127.0.0.1:9/hook"}, headers=h
+    )
+    session_id = f"sess-{key.project_id}"
+    session = {"session": {"id": session_id}, "spans": [{"id": "s1", "name": "agent.run"}]}
+    assert (await client.post("/sessions", json=session, headers=h)).status_code == 200
+    return {
+        "dataset_id": ds,
+        "version_id": version,
+        "run_id": run,
+        "item_id": items[0]["item_id"],
+        "connection_id": conn.json()["id"],
+        "judge_id": judge.json()["id"],
+        "sink_id": sink.json()["id"],
+        "session_id": session_id,
+        "model": "my-model",
+    }
+
+
+def _body(method: str, path: str, ids: dict[str, str], n: int) -> dict[str, Any] | None:
+    """A valid body for the route, so an allowed call gets past validation."""
+    bodies: dict[tuple[str, str], dict[str, Any]] = {
+        ("POST", "/agent-connections"): {"name": f"c{n}", "url": "http://127.0.0.1:9/a"},
+        ("PATCH", "/agent-connections/{connection_id}"): {"model": f"m{n}"},
+        ("POST", "/datasets"): {"name": f"d{n}"},
+        ("POST", "/datasets/{dataset_id}/versions"): {"items": [{"input": "x"}]},
+        ("POST", "/judges"): {"name": f"j{n}", "type": "managed", "check": "exact_match"},
+        ("PATCH", "/judges/{judge_id}"): {"enabled": True},
+        ("PUT", "/model-pricing/{model}"): {"inputPerMTokUsd": 1, "outputPerMTokUsd": 2},
+        ("POST", "/notification-sinks"): {"name": f"s{n}", "url": "http://127.0.0.1:9/h"},
+        ("POST", "/preprod-evals"): {"dataset_id": ids["dataset_id"], "version_label": f"v{n}"},
+        ("POST", "/preprod-evals/{run_id}/items/{item_id}/error"): {"reason": "agent crashed"},
+        ("POST", "/sessions"): {
+            "session": {"id": f"s-{n}"},
+            "spans": [{"id": "root", "name": "agent.run"}],
+        },
+        ("POST", "/v1/traces"): {"resourceSpans": []},
+    }
+    return bodies.get((method, path))
+
+
+@pytest.mark.parametrize("route", app_routes(), ids=lambda r: f"{r[0]} {r[1]}")
+async def test_each_role_gets_what_the_table_says(
+    client: httpx.AsyncClient,
+    ingest_key: CreatedKey,
+    admin_key: CreatedKey,
+    other_project_key: CreatedKey,
+    route: tuple[str, str],
+) -> None:
+    method, path = route
+    allowed = documented_roles()[route]
+    ids = await _project(client, admin_key)
+    await _project(client, other_project_key)
+    url = re.sub(r"\{(\w+)\}", lambda m: ids[m.group(1)], path)
+    callers: list[tuple[str, dict[str, str]]] = [
+        ("none", {}),
+        ("other", auth(other_project_key)),
+        ("ingest", auth(ingest_key)),
+        ("admin", auth(admin_key)),
+    ]
+    for n, (who, headers) in enumerate(callers):
+        body = _body(method, path, ids, n)
+        r = await client.request(method, url, json=body, headers=headers)
+        seen = f"{who}: {method} {url} -> {r.status_code} {r.text[:300]}"
+        assert r.status_code < 500, seen
+        role = "admin" if who == "other" else who
+        if role not in allowed:
+            assert r.status_code == (401 if who == "none" else 403), seen
+            assert r.json()["error"]["code"] in ("not_authenticated", "forbidden"), seen
+            continue
+        assert r.status_code not in (401, 403), seen
+        if who == "other" and re.search(r"\{\w+_id\}", path):
+            assert r.status_code == 404, seen
