@@ -128,7 +128,7 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
     try:
         headers = db.secrets.open_headers(connection.headers, what=f"connection {connection.id}")
     except SecretKeyError as exc:
-        await _fail_run(db, run_id, str(exc))
+        await fail_run(db, run_id, str(exc))
         return
     endpoint = AgentEndpoint(
         url=connection.url,
