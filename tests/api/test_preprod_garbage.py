@@ -137,21 +137,22 @@ def _check_items(
 
 
 async def test_every_garbage_reply_errors_its_own_item_once_and_the_run_finishes(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    done, items, agent = await _push(client, ingest_key, REPLIES)
+    done, items, agent = await _push(client, admin_key, REPLIES)
     assert done["status"] == "completed"
     assert dict(agent.calls) == dict.fromkeys(REPLIES, 1)  # once per item, never retried
     _check_items(REPLIES, items)
     stored = {str(i["input"]): str(i["error"]) for i in items if i["status"] == "error"}
     assert "cannot be stored" in stored["high surrogate"]
-    assert "\\x00" in stored["nul in an error reply"]  # the reply's NUL, quoted storably
+    # The reply's text is copied without its control characters, so the error is storable.
+    assert stored["nul in an error reply"] == "endpoint answered HTTP 500: boom"
 
 
 async def test_garbage_at_a_nested_answer_path_errors_its_own_item_once(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
-    done, items, agent = await _push(client, ingest_key, NESTED, answerPath="data.answers[0].text")
+    done, items, agent = await _push(client, admin_key, NESTED, answerPath="data.answers[0].text")
     assert done["status"] == "completed"
     assert dict(agent.calls) == dict.fromkeys(NESTED, 1)
     _check_items(NESTED, items)
@@ -159,10 +160,10 @@ async def test_garbage_at_a_nested_answer_path_errors_its_own_item_once(
 
 @pytest.mark.parametrize("prompt", ["high surrogate", "nul"])
 async def test_a_run_whose_only_answer_cannot_be_stored_fails_with_the_reason(
-    client: httpx.AsyncClient, ingest_key: CreatedKey, prompt: str
+    client: httpx.AsyncClient, admin_key: CreatedKey, prompt: str
 ) -> None:
     replies = {prompt: REPLIES[prompt]}
-    done, items, agent = await _push(client, ingest_key, replies)
+    done, items, agent = await _push(client, admin_key, replies)
     assert done["status"] == "failed"
     assert done["error"]
     assert agent.calls == {prompt: 1}
@@ -170,7 +171,7 @@ async def test_a_run_whose_only_answer_cannot_be_stored_fails_with_the_reason(
 
 
 async def test_token_counts_whose_sum_overflows_do_not_hang_the_run(
-    client: httpx.AsyncClient, ingest_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
     replies: dict[str, tuple[int, bytes, str | None]] = {
         "overflowing usage": (
@@ -181,7 +182,7 @@ async def test_token_counts_whose_sum_overflows_do_not_hang_the_run(
         ),
         "good one": REPLIES["good one"],
     }
-    done, items, agent = await _push(client, ingest_key, replies)
+    done, items, agent = await _push(client, admin_key, replies)
     assert done["status"] == "completed"
     assert dict(agent.calls) == dict.fromkeys(replies, 1)
     by_input = {i["input"]: i for i in items}
@@ -212,7 +213,7 @@ _REFUSE = {
 
 
 async def test_an_answer_the_database_refuses_errors_only_its_own_item(
-    client: httpx.AsyncClient, ingest_key: CreatedKey, db: Database, dialect: str
+    client: httpx.AsyncClient, admin_key: CreatedKey, db: Database, dialect: str
 ) -> None:
     """Checks before writing cannot foresee every refusal; the batch is then stored item by item
     so the healthy answers it held are still captured."""
@@ -224,7 +225,7 @@ async def test_an_answer_the_database_refuses_errors_only_its_own_item(
         **healthy,
         REFUSED: (200, b'{"output": "%s"}' % REFUSED.encode(), "answer refused by a trigger"),
     }
-    done, items, agent = await _push(client, ingest_key, replies)
+    done, items, agent = await _push(client, admin_key, replies)
     assert done["status"] == "completed"
     assert dict(agent.calls) == dict.fromkeys(replies, 1)
     _check_items(replies, items)
@@ -283,7 +284,7 @@ _REFUSE_SCORE = {
 
 
 async def test_judge_replies_that_cannot_be_stored_as_sent_do_not_sink_scoring(
-    client: httpx.AsyncClient, ingest_key: CreatedKey, db: Database, dialect: str
+    client: httpx.AsyncClient, admin_key: CreatedKey, db: Database, dialect: str
 ) -> None:
     async with db.write() as s:
         for statement in _REFUSE_SCORE[dialect]:
@@ -301,10 +302,10 @@ async def test_judge_replies_that_cannot_be_stored_as_sent_do_not_sink_scoring(
                 "template": "Q: {input}\nA: {output}",
                 "endpoint": {"baseUrl": llm.base_url, "model": "judge-1", "apiKey": "sk-x"},
             },
-            headers=auth(ingest_key),
+            headers=auth(admin_key),
         )
         assert r.status_code == 201, r.text
-        done, items, agent = await _push(client, ingest_key, replies, judge_ids=[r.json()["id"]])
+        done, items, agent = await _push(client, admin_key, replies, judge_ids=[r.json()["id"]])
     assert done["status"] == "completed", done
     assert dict(agent.calls) == dict.fromkeys(replies, 1)
     by_input = {i["input"]: i for i in items}
@@ -315,7 +316,7 @@ async def test_judge_replies_that_cannot_be_stored_as_sent_do_not_sink_scoring(
     assert "its scores cannot be stored" in str(refused["error"])
     assert "score refused by a trigger" in str(refused["error"])
     scores = (
-        await client.get("/scores", params={"run_id": done["id"]}, headers=auth(ingest_key))
+        await client.get("/scores", params={"run_id": done["id"]}, headers=auth(admin_key))
     ).json()["scores"]
     reasons = sorted(score["reason"] for score in scores)
     assert reasons == sorted(["fine", "fine\\x00 really", "fine \\ud800 really"]), reasons

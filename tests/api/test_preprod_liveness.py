@@ -106,18 +106,18 @@ REFUSE_ITEM_UPDATES = {
 
 
 async def test_a_push_job_that_fails_for_good_fails_its_run_with_the_reason(
-    settings: Settings, db: Database, ingest_key: CreatedKey, dialect: str
+    settings: Settings, db: Database, admin_key: CreatedKey, dialect: str
 ) -> None:
     with agent_server(RIGHT) as agents:
         async with app_client(settings, db, workers=False) as client:
-            run_id = await _push_run(client, ingest_key, agents.url("/neens"))
+            run_id = await _push_run(client, admin_key, agents.url("/neens"))
         async with db.write() as s:  # nothing about an item can be recorded any more
             for statement in REFUSE_ITEM_UPDATES[dialect]:
                 await s.execute(text(statement))
         # Its last attempt: earlier ones would only add their backoff to the test.
         await _set_job(db, f"push:{run_id}", attempts=jobs.MAX_ATTEMPTS - 1)
         async with app_client(settings, db, workers=True) as client:
-            done = await wait_for_run(client, ingest_key, run_id, timeout_s=20)
+            done = await wait_for_run(client, admin_key, run_id, timeout_s=20)
     assert done["status"] == "failed"
     assert f"its push job failed {jobs.MAX_ATTEMPTS} times" in done["error"], done
     assert "items are read-only today" in done["error"], done
@@ -126,13 +126,13 @@ async def test_a_push_job_that_fails_for_good_fails_its_run_with_the_reason(
 
 
 async def test_the_sweep_fails_a_run_whose_job_failed_for_good_unnoticed(
-    settings: Settings, db: Database, ingest_key: CreatedKey
+    settings: Settings, db: Database, admin_key: CreatedKey
 ) -> None:
     """The worker died between failing the job and failing its run."""
     with agent_server(RIGHT) as agents:
         async with app_client(settings, db, workers=False) as client:
-            run_id = await _push_run(client, ingest_key, agents.url("/neens"))
-            waiting = (await _detail(client, ingest_key, run_id))["waitingFor"]
+            run_id = await _push_run(client, admin_key, agents.url("/neens"))
+            waiting = (await _detail(client, admin_key, run_id))["waitingFor"]
         await _set_job(
             db,
             f"push:{run_id}",
@@ -141,7 +141,7 @@ async def test_the_sweep_fails_a_run_whose_job_failed_for_good_unnoticed(
             last_error="Traceback (most recent call last):\n  ...\nRuntimeError: disk on fire\n",
         )
         async with app_client(settings, db, workers=True) as client:
-            done = await wait_for_run(client, ingest_key, run_id, timeout_s=10)
+            done = await wait_for_run(client, admin_key, run_id, timeout_s=10)
     assert waiting["on"] == "worker" and waiting["job"] == "push"
     assert "no worker has claimed it" in waiting["message"]
     assert done["status"] == "failed"
@@ -150,17 +150,17 @@ async def test_the_sweep_fails_a_run_whose_job_failed_for_good_unnoticed(
 
 
 async def test_the_sweep_queues_again_a_push_run_whose_job_was_lost(
-    settings: Settings, db: Database, ingest_key: CreatedKey
+    settings: Settings, db: Database, admin_key: CreatedKey
 ) -> None:
     with agent_server(RIGHT) as agents:
         async with app_client(settings, db, workers=False) as client:
-            run_id = await _push_run(client, ingest_key, agents.url("/neens"))
+            run_id = await _push_run(client, admin_key, agents.url("/neens"))
         async with db.write() as s:
             await s.execute(delete(Job).where(Job.dedupe_key == f"push:{run_id}"))
         async with app_client(settings, db, workers=False) as client:
-            waiting = (await _detail(client, ingest_key, run_id))["waitingFor"]
+            waiting = (await _detail(client, admin_key, run_id))["waitingFor"]
         async with app_client(settings, db, workers=True) as client:
-            done = await wait_for_run(client, ingest_key, run_id, timeout_s=10)
+            done = await wait_for_run(client, admin_key, run_id, timeout_s=10)
     assert waiting["on"] == "worker" and waiting["job"] is None
     assert "no job is working on this run" in waiting["message"]
     assert done["status"] == "completed"
@@ -168,10 +168,10 @@ async def test_the_sweep_queues_again_a_push_run_whose_job_was_lost(
 
 
 async def test_the_sweep_queues_again_scoring_that_was_lost(
-    settings: Settings, db: Database, ingest_key: CreatedKey
+    settings: Settings, db: Database, admin_key: CreatedKey
 ) -> None:
     async with app_client(settings, db, workers=False) as client:
-        run_id = await _runner_run(client, ingest_key, answered=len(ITEMS))
+        run_id = await _runner_run(client, admin_key, answered=len(ITEMS))
     async with db.write() as s:  # scoring was dispatched, then its job vanished
         await s.execute(delete(Job).where(Job.dedupe_key == f"score:{run_id}"))
         dispatched = await s.scalar(
@@ -179,20 +179,20 @@ async def test_the_sweep_queues_again_scoring_that_was_lost(
         )
     assert dispatched is not None
     async with app_client(settings, db, workers=True) as client:
-        done = await wait_for_run(client, ingest_key, run_id, timeout_s=10)
+        done = await wait_for_run(client, admin_key, run_id, timeout_s=10)
     assert done["status"] == "completed"
     assert done["counts"]["scored"] == len(ITEMS)
 
 
 async def test_a_runner_run_waiting_for_traces_is_left_alone(
-    settings: Settings, db: Database, ingest_key: CreatedKey
+    settings: Settings, db: Database, admin_key: CreatedKey
 ) -> None:
     async with app_client(settings, db, workers=False) as client:
-        started = await _runner_run(client, ingest_key, answered=1)
-        untouched = await _runner_run(client, ingest_key, answered=0)
+        started = await _runner_run(client, admin_key, answered=1)
+        untouched = await _runner_run(client, admin_key, answered=0)
         assert await reconcile_runs(db) == []
-        running = await _detail(client, ingest_key, started)
-        awaiting = await _detail(client, ingest_key, untouched)
+        running = await _detail(client, admin_key, started)
+        awaiting = await _detail(client, admin_key, untouched)
     assert running["status"] == "running"
     assert awaiting["status"] == "awaiting_traces"
     for detail, pending in ((running, 2), (awaiting, 3)):
@@ -202,14 +202,14 @@ async def test_a_runner_run_waiting_for_traces_is_left_alone(
 
 
 async def test_the_run_detail_says_when_a_job_lost_its_worker_or_waits_for_a_retry(
-    settings: Settings, db: Database, ingest_key: CreatedKey
+    settings: Settings, db: Database, admin_key: CreatedKey
 ) -> None:
     with agent_server(RIGHT) as agents:
         async with app_client(settings, db, workers=False) as client:
-            run_id = await _push_run(client, ingest_key, agents.url("/neens"))
+            run_id = await _push_run(client, admin_key, agents.url("/neens"))
             claimed = await jobs.claim(db, "worker-that-died", lease_s=-3.0)
             assert claimed is not None
-            lost = (await _detail(client, ingest_key, run_id))["waitingFor"]
+            lost = (await _detail(client, admin_key, run_id))["waitingFor"]
             await _set_job(
                 db,
                 f"push:{run_id}",
@@ -218,11 +218,11 @@ async def test_the_run_detail_says_when_a_job_lost_its_worker_or_waits_for_a_ret
                 run_after=utcnow() + timedelta(seconds=30),
                 last_error="Traceback (most recent call last):\nConnectionResetError: reset\n",
             )
-            retry = (await _detail(client, ingest_key, run_id))["waitingFor"]
-            listed = (await client.get("/preprod-evals", headers=auth(ingest_key))).json()
+            retry = (await _detail(client, admin_key, run_id))["waitingFor"]
+            listed = (await client.get("/preprod-evals", headers=auth(admin_key))).json()
         await _set_job(db, f"push:{run_id}", run_after=utcnow())
         async with app_client(settings, db, workers=True) as client:
-            done = await wait_for_run(client, ingest_key, run_id, timeout_s=10)
+            done = await wait_for_run(client, admin_key, run_id, timeout_s=10)
     assert lost["on"] == "worker" and lost["job"] == "push"
     assert "stopped renewing it 3 s ago" in lost["message"], lost
     assert retry["on"] == "retry" and retry["job"] == "push"

@@ -163,23 +163,23 @@ async def captured_items(client: httpx.AsyncClient, key: CreatedKey, run_id: str
 
 
 async def test_a_worker_killed_mid_run_is_taken_over_by_another_within_seconds(
-    settings: Settings, db: Database, ingest_key: CreatedKey, database_url: str, tmp_path: Path
+    settings: Settings, db: Database, admin_key: CreatedKey, database_url: str, tmp_path: Path
 ) -> None:
     with hanging_agent() as agent:
         async with api(settings, db) as client:
-            run_id = await push_run(client, ingest_key, agent.url)
+            run_id = await push_run(client, admin_key, agent.url)
             workers = [start("worker", database_url, tmp_path / f"w{n}.log") for n in range(2)]
             try:
-                await all_but_the_hung_item_captured(client, ingest_key, run_id, workers)
+                await all_but_the_hung_item_captured(client, admin_key, run_id, workers)
                 pid = await holder_pid(db, run_id)
                 os.kill(pid, signal.SIGKILL)
                 killed_at = time.monotonic()
                 [victim] = [w for w in workers if w.pid == pid]
                 await asyncio.to_thread(victim.wait, 10)
-                before = await captured_items(client, ingest_key, run_id)
-                done = await wait_for_run(client, ingest_key, run_id, timeout_s=20)
+                before = await captured_items(client, admin_key, run_id)
+                done = await wait_for_run(client, admin_key, run_id, timeout_s=20)
                 took = time.monotonic() - killed_at
-                items = await items_of(client, ingest_key, run_id)
+                items = await items_of(client, admin_key, run_id)
             finally:
                 stop(*workers)
     assert done["status"] == "completed", done
@@ -195,7 +195,7 @@ async def test_a_worker_killed_mid_run_is_taken_over_by_another_within_seconds(
 async def test_sigterm_stops_mid_run_within_10_s_and_the_next_worker_calls_only_what_is_left(
     settings: Settings,
     db: Database,
-    ingest_key: CreatedKey,
+    admin_key: CreatedKey,
     database_url: str,
     tmp_path: Path,
     command: str,
@@ -203,20 +203,20 @@ async def test_sigterm_stops_mid_run_within_10_s_and_the_next_worker_calls_only_
     log = tmp_path / "first.log"
     with hanging_agent() as agent:
         async with api(settings, db) as client:
-            run_id = await push_run(client, ingest_key, agent.url)
+            run_id = await push_run(client, admin_key, agent.url)
             first = start(command, database_url, log)
             second = None
             try:
-                await all_but_the_hung_item_captured(client, ingest_key, run_id, [first])
+                await all_but_the_hung_item_captured(client, admin_key, run_id, [first])
                 first.send_signal(signal.SIGTERM)
                 asked_at = time.monotonic()
                 code = await asyncio.to_thread(first.wait, 10)
                 took = time.monotonic() - asked_at
-                waiting = (await run_detail(client, ingest_key, run_id))["waitingFor"]
-                left = set(PROMPTS) - await captured_items(client, ingest_key, run_id)
+                waiting = (await run_detail(client, admin_key, run_id))["waitingFor"]
+                left = set(PROMPTS) - await captured_items(client, admin_key, run_id)
                 calls_before = len(agent.calls)
                 second = start("worker", database_url, tmp_path / "second.log")
-                done = await wait_for_run(client, ingest_key, run_id, timeout_s=20)
+                done = await wait_for_run(client, admin_key, run_id, timeout_s=20)
             finally:
                 stop(first, *([second] if second else []))
     # uvicorn re-raises the signal once shut down, so `serve` reports it as its exit status.
