@@ -37,6 +37,7 @@ async def test_the_spec_native_session_is_stored_with_its_correlation_keys(
         "acceptedSpans": 1,
         "rejectedSpans": 0,
         "rejections": [],
+        "warnings": [],
     }
     session = (await client.get("/sessions/trace-eval-001", headers=auth(ingest_key))).json()
     assert session["agentName"] == "my-agent"

@@ -664,14 +664,20 @@ def test_a_response_message_with_a_lone_surrogate_is_escaped_rather_than_failing
 # --- responses -----------------------------------------------------------------------------
 
 
-def test_protobuf_response_carries_partial_success_only_when_spans_were_rejected() -> None:
+def test_protobuf_response_carries_partial_success_only_when_there_is_something_to_say() -> None:
     partial = ExportTraceServiceResponse.FromString(
         encode_response(3, "3 spans rejected", json=False)
     )
-    full = encode_response(0, "ignored", json=False)
+    warning = ExportTraceServiceResponse.FromString(
+        encode_response(0, "1 warning on stored spans", json=False)
+    )
+    full = encode_response(0, "", json=False)
 
     assert partial.partial_success.rejected_spans == 3
     assert partial.partial_success.error_message == "3 spans rejected"
+    # OTLP: rejected 0 with a message is a warning; the spans were all accepted.
+    assert warning.partial_success.rejected_spans == 0
+    assert warning.partial_success.error_message == "1 warning on stored spans"
     assert full == b""
     assert not ExportTraceServiceResponse.FromString(full).HasField("partial_success")
 

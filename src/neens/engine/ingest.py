@@ -12,20 +12,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 
-from neens.domain.sessions import SessionSummary
 from neens.engine.linking import link_traces
 from neens.engine.production import enqueue_production_scoring
 from neens.ingest.records import SpanRecord
 from neens.store.db import Database
-from neens.store.sessions import SpanBatch, write_span_batches
+from neens.store.sessions import SpanBatch, WriteResult, write_span_batches
 
 log = logging.getLogger("neens.ingest")
 
 MAX_GROUP = 64
 """Requests committed together at most."""
 
-_Waiter = tuple[SpanBatch, "asyncio.Future[dict[str, SessionSummary]]"]
+_Waiter = tuple[SpanBatch, "asyncio.Future[WriteResult]"]
 
 
 class SpanWriter:
@@ -46,15 +46,11 @@ class SpanWriter:
                 await self._task
             self._task = None
 
-    async def write(
-        self, project_id: str, spans: list[SpanRecord], source: str
-    ) -> dict[str, SessionSummary]:
+    async def write(self, project_id: str, spans: list[SpanRecord], source: str) -> WriteResult:
         batch = SpanBatch(project_id, spans, source)
         if self._task is None:
             return (await write_span_batches(self.db, [batch]))[0]
-        future: asyncio.Future[dict[str, SessionSummary]] = (
-            asyncio.get_running_loop().create_future()
-        )
+        future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
         await self._queue.put((batch, future))
         return await future
 
@@ -87,19 +83,30 @@ class SpanWriter:
                 future.set_result(result)
 
 
-def _settle(future: asyncio.Future[dict[str, SessionSummary]], exc: BaseException) -> None:
+def _settle(future: asyncio.Future[WriteResult], exc: BaseException) -> None:
     if not future.done():
         future.set_exception(exc)
 
 
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """What storing one request's spans did."""
+
+    queued: bool
+    """Jobs were queued: the caller wakes the workers."""
+    flagged: list[str]
+    """The dubious values found on the request's spans (stored, but flagged)."""
+
+
 async def ingest_spans(
     writer: SpanWriter, project_id: str, spans: list[SpanRecord], source: str
-) -> bool:
+) -> Ingested:
     """Store spans, link traces tagged for a pre-prod run, and queue production scoring for
-    the others. True when jobs were queued (the caller wakes the workers)."""
-    summaries = await writer.write(project_id, spans, source)
+    the others."""
+    result = await writer.write(project_id, spans, source)
+    summaries = result.summaries
     tagged = {trace for trace, summary in summaries.items() if summary.eval_run_id}
     queued = await enqueue_production_scoring(writer.db, project_id, spans, tagged)
     if tagged:
         queued |= await link_traces(writer.db, project_id, {t: summaries[t] for t in tagged})
-    return queued
+    return Ingested(queued, result.flagged)

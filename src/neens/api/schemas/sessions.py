@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BeforeValidator, Field
+from pydantic import AwareDatetime, BeforeValidator, Field, StrictInt
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableJson, StorableStr
+from neens.domain.conventions import MAX_TOKENS
 
 
 def _unix_nanos(value: Any) -> Any:
@@ -57,10 +58,10 @@ class NativeSpan(RequestBody):
     """Why the step failed."""
     model: StorableStr | None = Field(default=None, max_length=500)
     """The model an llm step called."""
-    input_tokens: int | None = Field(default=None, ge=0)
-    """Prompt tokens an llm step used."""
-    output_tokens: int | None = Field(default=None, ge=0)
-    """Completion tokens an llm step used."""
+    input_tokens: StrictInt | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    """Prompt tokens an llm step used: an integer (text such as "120" is refused)."""
+    output_tokens: StrictInt | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    """Completion tokens an llm step used: an integer (text such as "120" is refused)."""
     attributes: StorableJson = Field(default_factory=dict)
     """Any other attributes; OpenInference and GenAI names are understood."""
 
@@ -77,6 +78,17 @@ class IngestResult(ResponseBody):
     accepted_spans: int = Field(description="Spans stored (including ones already stored).")
     rejected_spans: int = Field(description="Spans refused; see `rejections`.")
     rejections: list[str] = Field(description="Why each refused span was refused.")
+    warnings: list[str] = Field(
+        description="Dubious values in the stored spans (stored, but flagged), one per line."
+    )
+
+
+class WarningOut(ResponseBody):
+    code: str = Field(
+        description="token_count_text, token_count_invalid, token_sum_overflow, "
+        "end_before_start, parent_cycle, value_too_long or cost_overflow."
+    )
+    message: str = Field(description="What was odd, naming the field, and what Neens did.")
 
 
 class SessionOut(ResponseBody):
@@ -94,7 +106,10 @@ class SessionOut(ResponseBody):
     cost_usd: float | None = Field(
         description="Model cost in USD; null when any LLM span is unpriced (never 0 for unknown)."
     )
-    cost_status: str = Field(description='"priced", "unpriced" or "no_llm_calls".')
+    cost_status: str = Field(
+        description='"priced", "unpriced", "cost_overflow" (too large to represent) or '
+        '"no_llm_calls".'
+    )
     unpriced_models: list[str] = Field(description="What made the cost unknown, by model.")
     status: str = Field(description='"error" when any span failed, else "ok".')
     started_at: datetime | None = Field(description="Earliest span start (UTC).")
@@ -102,6 +117,9 @@ class SessionOut(ResponseBody):
     eval_run_id: str | None = Field(description="`neens.eval_run_id` on the trace, if any.")
     dataset_item_id: str | None = Field(description="`neens.dataset_item_id`, if any.")
     version_label: str | None = Field(description="`neens.version_label`, if any.")
+    warnings: list[WarningOut] = Field(
+        description="Dubious values in the session's spans, one per kind; empty when none."
+    )
     created_at: datetime = Field(description="When the first span arrived.")
     updated_at: datetime = Field(description="When the last span arrived.")
 
@@ -131,7 +149,10 @@ class SpanOut(ResponseBody):
     attributes: dict[str, Any] = Field(description="Every attribute, resource ones included.")
     resource_attributes: dict[str, Any] = Field(description="The resource's own attributes.")
     events: list[dict[str, Any]] = Field(description="Span events.")
-    children: list[SpanOut] = Field(description="Child spans by start time.")
+    warnings: list[WarningOut] = Field(description="Dubious values in this span.")
+    children: list[SpanOut] = Field(
+        description="Child spans by start time; past 64 levels, all deeper descendants."
+    )
 
 
 class SessionDetail(SessionOut):
