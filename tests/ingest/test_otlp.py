@@ -25,6 +25,7 @@ from opentelemetry.proto.common.v1.common_pb2 import (
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
+from neens.domain.conventions import MAX_NESTING
 from neens.errors import InvalidInput
 from neens.ingest.otlp import decode_json, decode_protobuf, encode_response, rejections_message
 from neens.ingest.records import Rejection
@@ -816,3 +817,78 @@ def test_an_escaped_backslash_before_u_d800_is_ordinary_text() -> None:
     (record,) = decode_json(only_span_json(span)).spans
 
     assert record.attributes["code"] == "\\ud800 is a surrogate"
+
+
+# --- nesting beyond the parsers' limits -------------------------------------------------------
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    def varint(n: int) -> bytes:
+        out = b""
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            if not n:
+                return out + bytes([byte])
+            out += bytes([byte | 0x80])
+
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def _deep_key_value(key: bytes, depth: int) -> bytes:
+    """A KeyValue whose value nests `depth` key/value lists, encoded by hand (the protobuf
+    library refuses to build it)."""
+    value = _field(1, b"leaf")
+    for _ in range(depth):
+        value = _field(6, _field(1, _field(1, b"k") + _field(2, value)))
+    return _field(1, key) + _field(2, value)
+
+
+def _span_bytes(name: str, span_id: bytes, extra: bytes = b"") -> bytes:
+    return Span(trace_id=b"\x01" * 16, span_id=span_id, name=name).SerializeToString() + extra
+
+
+def test_a_span_too_deep_for_protobuf_is_refused_alone_and_its_neighbours_decode() -> None:
+    deep = _span_bytes("deep", b"\x02" * 8, _field(9, _deep_key_value(b"deep.attr", 200)))
+    fine = _span_bytes("fine", b"\x03" * 8)
+    body = _field(1, _field(2, _field(2, deep) + _field(2, fine)))
+    batch = decode_protobuf(body)
+    assert [s.name for s in batch.spans] == ["fine"]
+    [rejection] = batch.rejections
+    assert rejection.reason.startswith("span 'deep' nests attributes")
+
+
+def test_a_resource_too_deep_for_protobuf_refuses_its_spans_only() -> None:
+    resource = _field(1, _field(1, _deep_key_value(b"deep.resource", 200)))
+    mine = _field(1, resource + _field(2, _field(2, _span_bytes("mine", b"\x02" * 8))))
+    other = _field(1, _field(2, _field(2, _span_bytes("other", b"\x03" * 8))))
+    batch = decode_protobuf(mine + other)
+    assert [s.name for s in batch.spans] == ["other"]
+    assert [r.reason.split(" nests")[0] for r in batch.rejections] == ["span 'mine' its resource"]
+
+
+def _nested_arrays(key: bytes, depth: int) -> bytes:
+    value = _field(1, b"leaf")
+    for _ in range(depth):
+        value = _field(5, _field(1, value))  # AnyValue.array_value { values: [value] }
+    return _field(1, key) + _field(2, value)
+
+
+def _one_span_request(attribute: bytes) -> bytes:
+    return _field(1, _field(2, _field(2, _span_bytes("s", b"\x02" * 8, _field(9, attribute)))))
+
+
+def test_an_attribute_one_level_past_the_bound_is_refused_by_name() -> None:
+    batch = decode_protobuf(_one_span_request(_nested_arrays(b"a", MAX_NESTING + 1)))
+    [rejection] = batch.rejections
+    assert rejection.reason == (
+        "span 's' attribute 'a' is nested more than 32 levels deep; "
+        "flatten it or send it as JSON text"
+    )
+    within = decode_protobuf(_one_span_request(_nested_arrays(b"a", MAX_NESTING)))
+    assert within.rejections == []
+    assert [s.name for s in within.spans] == ["s"]
+
+
+def test_corrupt_protobuf_is_still_a_400_not_a_per_span_rejection() -> None:
+    with pytest.raises(InvalidInput):
+        decode_protobuf(b"\xff\xff\xff not protobuf")
