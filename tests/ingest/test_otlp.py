@@ -892,3 +892,47 @@ def test_an_attribute_one_level_past_the_bound_is_refused_by_name() -> None:
 def test_corrupt_protobuf_is_still_a_400_not_a_per_span_rejection() -> None:
     with pytest.raises(InvalidInput):
         decode_protobuf(b"\xff\xff\xff not protobuf")
+
+
+def _json_nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"stringValue": "leaf"}
+    for _ in range(depth):
+        value = {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
+    return value
+
+
+def _json_span(name: str, span_id: str, **extra: Any) -> dict[str, Any]:
+    return {"traceId": "01" * 16, "spanId": span_id, "name": name, **extra}
+
+
+def test_otlp_json_too_deep_for_the_parser_refuses_only_the_deep_span_scope_or_resource() -> None:
+    deep_attr = [{"key": "deep.attr", "value": _json_nested(60)}]
+    document = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": deep_attr},
+                "scopeSpans": [{"spans": [_json_span("under-deep-resource", "0000000000000001")]}],
+            },
+            {
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "s", "attributes": deep_attr},
+                        "spans": [_json_span("under-deep-scope", "0000000000000002")],
+                    },
+                    {
+                        "spans": [
+                            _json_span("deep", "0000000000000003", attributes=deep_attr),
+                            _json_span("fine", "0000000000000004"),
+                        ]
+                    },
+                ]
+            },
+        ]
+    }
+    batch = decode_json(json.dumps(document).encode())
+    assert [s.name for s in batch.spans] == ["fine"]
+    assert sorted(r.reason.split(" nests")[0] for r in batch.rejections) == [
+        "span 'deep'",
+        "span 'under-deep-resource' its resource",
+        "span 'under-deep-scope' its scope",
+    ]
