@@ -471,12 +471,7 @@ def _any_value(value: AnyValue, depth: int = 0) -> AttributeValue:
 
     `depth` counts the arrays and key/value lists around `value`; past `MAX_NESTING` the span
     is refused (the recursion itself is bounded by the parsers' own depth limits)."""
-    kind = value.WhichOneof("value")
-    if kind in ("array_value", "kvlist_value") and depth >= MAX_NESTING:
-        raise _Undecodable(
-            f"is nested more than {MAX_NESTING} levels deep; flatten it or send it as JSON text"
-        )
-    match kind:
+    match value.WhichOneof("value"):
         case None:
             return None
         case "string_value":
@@ -490,11 +485,20 @@ def _any_value(value: AnyValue, depth: int = 0) -> AttributeValue:
         case "bytes_value":
             return value.bytes_value.hex()
         case "array_value":
+            _check_depth(depth)
             return [_any_value(item, depth + 1) for item in value.array_value.values]
         case "kvlist_value":
+            _check_depth(depth)
             return _attributes(value.kvlist_value.values, "key", depth + 1)
         case other:
             raise _Undecodable(f"uses {other}, which only the profiles signal defines")
+
+
+def _check_depth(depth: int) -> None:
+    if depth >= MAX_NESTING:
+        raise _Undecodable(
+            f"is nested more than {MAX_NESTING} levels deep; flatten it or send it as JSON text"
+        )
 
 
 def _event(event: Span.Event, index: int) -> dict[str, Any]:
