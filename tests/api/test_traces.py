@@ -341,6 +341,9 @@ async def test_token_totals_beyond_64_bits_are_flagged_and_the_healthy_traces_ar
     ]
     response = await _send(client, ingest_key, [*overflowing, *healthy_spans], encoding)
     assert response.partial_success.rejected_spans == 0
+    message = response.partial_success.error_message
+    assert f"session '{bad.hex()}': the input token counts" in message
+    assert "inputTokens is null" in message
     session = (await client.get(f"/sessions/{bad.hex()}", headers=auth(ingest_key))).json()
     assert session["spanCount"] == 2
     assert session["inputTokens"] is None  # the total is not a count any column can hold

@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
+from typing import Final
 
+from neens.domain.conventions import safe_label
 from neens.engine.linking import link_traces
 from neens.engine.production import enqueue_production_scoring
 from neens.ingest.records import SpanRecord
@@ -109,4 +111,15 @@ async def ingest_spans(
     queued = await enqueue_production_scoring(writer.db, project_id, spans, tagged)
     if tagged:
         queued |= await link_traces(writer.db, project_id, {t: summaries[t] for t in tagged})
-    return Ingested(queued, result.flagged)
+    flagged = result.flagged + [
+        f"session {safe_label(trace_id)}: {flag.message}"
+        for trace_id, summary in summaries.items()
+        for flag in summary.warnings
+        if flag.code in _SESSION_FLAGS
+    ]
+    return Ingested(queued, flagged)
+
+
+_SESSION_FLAGS: Final = frozenset({"token_sum_overflow", "parent_cycle", "cost_overflow"})
+"""Flags that belong to a whole session rather than to one span's values, reported with the
+session's id to every request that touches it."""
