@@ -136,6 +136,21 @@ async def test_native_spans_sent_later_merge_into_the_session(
             {"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "end_time": 10**30}]},
             "spans[0].end_time",
         ),
+        # Valid instants whose UTC form falls outside years 1-9999.
+        (
+            {
+                "session": {"id": "x"},
+                "spans": [{"id": "a", "name": "n", "start_time": "0001-01-01T00:00:00+05:00"}],
+            },
+            "spans[0].start_time",
+        ),
+        (
+            {
+                "session": {"id": "x"},
+                "spans": [{"id": "a", "name": "n", "end_time": "9999-12-31T23:59:59-05:00"}],
+            },
+            "spans[0].end_time",
+        ),
     ],
 )
 async def test_a_bad_native_session_is_refused_naming_the_field_and_stores_nothing(
@@ -207,6 +222,10 @@ async def test_sessions_filter_by_agent_and_time_and_page_newest_first(
         ({"start": "yesterday"}, "start"),
         ({"start": "2026-11-02T00:00:00Z", "end": "2026-11-01T00:00:00Z"}, "end"),
         ({"cursor": "abc"}, "cursor"),
+        ({"cursor": "99999999999999999999999"}, "cursor"),  # beyond any row key
+        ({"cursor": "٣"}, "cursor"),  # a digit, but not an ASCII one
+        ({"start": "0001-01-01T00:00:00+05:00"}, "start"),  # year 0 in UTC
+        ({"end": "9999-12-31T23:59:59-05:00"}, "end"),  # year 10000 in UTC
         ({"limit": 0}, "limit"),
     ],
 )

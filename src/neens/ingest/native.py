@@ -221,7 +221,10 @@ def _time(value: object, field: str) -> datetime | None:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise Unprocessable(f"{field} is out of range", field=field) from None
     if isinstance(value, bool):
         raise Unprocessable(f"{field} must be ISO 8601 text or unix nanoseconds", field=field)
     if isinstance(value, int):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, Query
@@ -168,6 +169,24 @@ async def ingest_session(
     )
 
 
+_MAX_CURSOR_DIGITS = 18
+"""Cursors are row keys; 18 digits keep any value within a signed 64-bit integer."""
+
+
+def _utc(value: datetime | None, field: str) -> datetime | None:
+    """An instant filter in UTC; one whose UTC form falls outside years 1–9999 is a 422."""
+    if value is None:
+        return None
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise Unprocessable(
+            f"{field} is out of range once converted to UTC; give an instant between years 1 "
+            "and 9999",
+            field=field,
+        ) from None
+
+
 @router.get("", operation_id="sessions-list")
 async def get_sessions(
     principal: AnyKey,
@@ -185,9 +204,10 @@ async def get_sessions(
 ) -> SessionList:
     before: int | None = None
     if cursor is not None:
-        if not cursor.isdigit():
+        if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > _MAX_CURSOR_DIGITS:
             raise Unprocessable("cursor must be a nextCursor value from this route", field="cursor")
         before = int(cursor)
+    start, end = _utc(start, "start"), _utc(end, "end")
     if start is not None and end is not None and end <= start:
         raise Unprocessable("end must be after start", field="end")
     page, next_cursor = await list_sessions(
