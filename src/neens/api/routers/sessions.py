@@ -200,7 +200,11 @@ async def get_sessions(
     ),
     eval_run_id: str | None = Query(default=None, description="Only traces of this run."),
     limit: int = Query(default=50, ge=1, le=500, description="Sessions per page."),
-    cursor: str | None = Query(default=None, description="`nextCursor` of the previous page."),
+    cursor: str | None = Query(
+        default=None,
+        pattern=r"^[0-9]{1,18}$",
+        description="`nextCursor` of the previous page.",
+    ),
 ) -> SessionList:
     before: int | None = None
     if cursor is not None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BeforeValidator, Field, StrictInt
+from pydantic import AwareDatetime, BeforeValidator, Field
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableJson, StorableStr
-from neens.domain.conventions import MAX_TOKENS
 
 
 def _unix_nanos(value: Any) -> Any:
@@ -20,6 +19,20 @@ def _unix_nanos(value: Any) -> Any:
             raise ValueError(f"{value} Unix nanoseconds is not a representable time") from None
     return value
 
+
+def _not_text(value: Any) -> Any:
+    """Refuse text and booleans before pydantic's lax int would turn "120" or true into a count."""
+    if isinstance(value, str | bool):
+        raise ValueError("must be a JSON integer, not text or a boolean")
+    return value
+
+
+MAX_NATIVE_TOKENS = 2**53
+"""The largest native token count: far beyond any real call, exactly representable as a JSON
+number by every client (a bound of 2^63 - 1 would be rounded up in the published schema)."""
+
+TokenCount = Annotated[int, Field(ge=0, le=MAX_NATIVE_TOKENS), BeforeValidator(_not_text)]
+"""A token count: a JSON integer (an integral number such as 120.0 is accepted as 120)."""
 
 SpanTime = Annotated[AwareDatetime, BeforeValidator(_unix_nanos)]
 """ISO 8601 with an offset, or Unix nanoseconds. A time without an offset is refused rather
@@ -40,7 +53,7 @@ class NativeSpan(RequestBody):
     """The span's id, unique within the session."""
     parent_id: StorableStr | None = Field(default=None, max_length=256)
     """The parent span's id; omit for the root."""
-    name: StorableStr
+    name: StorableStr = Field(min_length=1)
     """What the step was, e.g. `agent.run` or `lookup_order`."""
     kind: StorableStr | None = Field(default=None, max_length=50)
     """agent, llm, tool, chain, retriever, embedding, …"""
@@ -58,10 +71,10 @@ class NativeSpan(RequestBody):
     """Why the step failed."""
     model: StorableStr | None = Field(default=None, max_length=500)
     """The model an llm step called."""
-    input_tokens: StrictInt | None = Field(default=None, ge=0, le=MAX_TOKENS)
-    """Prompt tokens an llm step used: an integer (text such as "120" is refused)."""
-    output_tokens: StrictInt | None = Field(default=None, ge=0, le=MAX_TOKENS)
-    """Completion tokens an llm step used: an integer (text such as "120" is refused)."""
+    input_tokens: TokenCount | None = None
+    """Prompt tokens an llm step used: a JSON integer (text such as "120" is refused)."""
+    output_tokens: TokenCount | None = None
+    """Completion tokens an llm step used: a JSON integer (text such as "120" is refused)."""
     attributes: StorableJson = Field(default_factory=dict)
     """Any other attributes; OpenInference and GenAI names are understood."""
 
