@@ -220,6 +220,7 @@ async def test_sessions_filter_by_agent_and_time_and_page_newest_first(
     [
         ({"start": "2026-11-02T00:00:00"}, "start"),  # no offset: refused, never assumed UTC
         ({"start": "yesterday"}, "start"),
+        ({"start": "0.5"}, "start"),  # not read as a Unix time: the format is ISO 8601
         ({"start": "2026-11-02T00:00:00Z", "end": "2026-11-01T00:00:00Z"}, "end"),
         ({"cursor": "abc"}, "cursor"),
         ({"cursor": "99999999999999999999999"}, "cursor"),  # beyond any row key

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from pydantic import AwareDatetime
+from pydantic import AwareDatetime, BeforeValidator
 
 from neens.api.deps import AnyKey, DbDep, SpanWriterDep, WorkerDep
 from neens.api.schemas.sessions import (
@@ -169,6 +170,19 @@ async def ingest_session(
     )
 
 
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _iso_text(value: Any) -> Any:
+    """Only ISO 8601 text: pydantic would also read `0.5` as a Unix time, which the documented
+    (and published) format is not."""
+    if isinstance(value, str) and not _ISO_DATE.match(value):
+        raise ValueError("must be an ISO 8601 instant with an offset, e.g. 2026-11-30T08:00:00Z")
+    return value
+
+
+Instant = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+
 _MAX_CURSOR_DIGITS = 18
 """Cursors are row keys; 18 digits keep any value within a signed 64-bit integer."""
 
@@ -192,10 +206,10 @@ async def get_sessions(
     principal: AnyKey,
     db: DbDep,
     agent_name: str | None = Query(default=None, description="Only this agent's sessions."),
-    start: AwareDatetime | None = Query(
+    start: Instant | None = Query(
         default=None, description="Sessions that started at or after this instant (ISO 8601)."
     ),
-    end: AwareDatetime | None = Query(
+    end: Instant | None = Query(
         default=None, description="Sessions that started before this instant (ISO 8601)."
     ),
     eval_run_id: str | None = Query(default=None, description="Only traces of this run."),
