@@ -9,7 +9,8 @@ downstream (pricing, session summaries, the API) reads a `SpanView` and never an
 
 The mapping is deliberately conservative: when a value is malformed (a token count of -3, of
 "12.5", of `True`) it becomes None rather than a guess, because a wrong number silently feeds
-costs and comparisons while a missing one is visible.
+costs and comparisons while a missing one is visible. It is also flagged (`SpanView.flags`), so
+"missing" and "sent but unusable" stay distinguishable.
 
 This module also owns `unstorable_text_reason`, the check that a decoded value can be stored in
 PostgreSQL at all, so the receivers and the server reject the same things with the same words.
@@ -260,9 +261,9 @@ _OUTPUT_TOKEN_KEYS: Final = (
 _AGENT_NAME_KEYS: Final = ("gen_ai.agent.name", "agent.name")
 _DIGITS: Final = re.compile(r"[0-9]+")
 _MAX_DIGITS: Final = 20
+"""Longer digit strings are not token counts (and would hit Python's int-parsing limit)."""
 MAX_TOKENS: Final = 2**63 - 1
 """The largest token count (and token total) Neens stores: a signed 64-bit integer."""
-_MAX_TOKENS: Final = MAX_TOKENS
 MAX_NAME_CHARS: Final = 500
 """The longest model, agent name or version label Neens stores."""
 MAX_LINK_CHARS: Final = 200
@@ -508,9 +509,10 @@ def token_count(value: object) -> int | None:
     """A token count as a non-negative int, or None when `value` is not clearly one.
 
     Accepted: ints (not bools), integral finite floats (some SDKs send every number as a double),
-    and strings of ASCII digits (OTLP/JSON int64 travels as a string). Refused: negatives,
-    fractions, bools, signs, blanks, non-ASCII digits, and counts beyond a signed 64-bit integer
-    (no real usage is that large, and no database column could hold it). Nothing is rounded.
+    and strings of ASCII digits (some instrumentations stringify every attribute; `span_view`
+    reads them but flags them `token_count_text`). Refused: negatives, fractions, bools, signs,
+    blanks, non-ASCII digits, and counts beyond a signed 64-bit integer (no real usage is that
+    large, and no database column could hold it). Nothing is rounded.
     """
     count: int | None = None
     if isinstance(value, bool):
@@ -522,7 +524,7 @@ def token_count(value: object) -> int | None:
             count = int(value)
     elif isinstance(value, str) and len(value) <= _MAX_DIGITS and _DIGITS.fullmatch(value):
         count = int(value)
-    if count is None or not 0 <= count <= _MAX_TOKENS:
+    if count is None or not 0 <= count <= MAX_TOKENS:
         return None
     return count
 
