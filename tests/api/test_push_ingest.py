@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -18,6 +19,7 @@ from starlette.routing import Route
 
 from neens.domain.conventions import is_push_trace_id
 from neens.engine.push import push_trace_id
+from neens.settings import Settings
 from neens.store.keys import CreatedKey
 from tests.support.live import serve_in_thread
 from tests.support.otlp import export_request, span
@@ -29,6 +31,13 @@ from tests.support.preprod import (
     items_of,
     wait_for_run,
 )
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    """The agent call is held open while the test forges; give it time on a busy machine."""
+    return Settings(database_url=database_url, migrate_on_start=False, push_timeout_s=30)
+
 
 PROMPT = "Where is order 17?"
 RIGHT = "Order 17 shipped on 3 June."
