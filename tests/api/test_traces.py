@@ -14,6 +14,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from sqlalchemy import text
 
 from neens.api.app import create_app
 from neens.domain.span_tree import NESTED_LEVELS
@@ -624,3 +625,42 @@ async def test_a_cost_too_large_to_represent_is_cost_overflow_not_priced_at_null
     assert llm["costUsd"] is None
     assert "more than can be represented" in llm["unpricedReason"]
     assert [w["code"] for w in llm["warnings"]] == ["cost_overflow"]
+
+
+async def test_a_trace_the_database_refuses_is_rejected_alone_and_the_rest_of_the_request_kept(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, db: Database, dialect: str
+) -> None:
+    """The net under the known causes: PostgreSQL refusing a value (here a trigger raising the
+    SQLSTATE of an out-of-range number, as for any value a column cannot hold) costs only the
+    trace holding it."""
+    if dialect != "postgresql":
+        pytest.skip("SQLite has no data exceptions a trigger can raise")
+    async with db.write() as s:
+        await s.execute(
+            text(
+                "CREATE FUNCTION refuse_poison() RETURNS trigger AS $$ BEGIN "
+                "IF NEW.name = 'poison' THEN RAISE EXCEPTION 'out of range' "
+                "USING ERRCODE = '22003'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql"
+            )
+        )
+        await s.execute(
+            text(
+                "CREATE TRIGGER refuse_poison BEFORE INSERT ON spans "
+                "FOR EACH ROW EXECUTE FUNCTION refuse_poison()"
+            )
+        )
+    bad = os.urandom(16)
+    healthy, healthy_spans = agent_trace()
+    poisoned = [span(bad, os.urandom(8), "poison"), span(bad, os.urandom(8), "sibling")]
+    for encoding in ("protobuf", "json"):
+        response = await _send(client, ingest_key, [*poisoned, *healthy_spans], encoding)
+        assert response.partial_success.rejected_spans == 2
+        message = response.partial_success.error_message
+        assert "span 'poison' could not be stored" in message and "error id" in message
+    assert (await client.get(f"/sessions/{bad.hex()}", headers=auth(ingest_key))).status_code == 404
+    stored = (await client.get(f"/sessions/{healthy.hex()}", headers=auth(ingest_key))).json()
+    assert stored["spanCount"] == 5
+    native = {"session": {"id": "n"}, "spans": [{"id": "a", "name": "poison"}]}
+    r = await client.post("/sessions", json=native, headers=auth(ingest_key))
+    assert r.status_code == 200
+    assert (r.json()["acceptedSpans"], r.json()["rejectedSpans"]) == (0, 1)

@@ -19,7 +19,7 @@ from neens.domain.conventions import Flag, SpanView, safe_label, span_view
 from neens.domain.pricing import PriceBook
 from neens.domain.sessions import SessionSummary, summarize_session
 from neens.errors import NotFound
-from neens.ingest.records import SpanRecord
+from neens.ingest.records import Rejection, SpanRecord
 from neens.store.db import Database, dialect_insert
 from neens.store.models import Span, TraceSession
 from neens.store.pricing import price_book
@@ -247,6 +247,8 @@ class WriteResult:
     """Trace id → the session's summary after the write."""
     flagged: list[str] = field(default_factory=list)
     """One line per flag on a span of this batch (`span 'chat': attribute ... is the text`)."""
+    rejected: list[Rejection] = field(default_factory=list)
+    """Spans the database refused; filled by the ingest writer when it writes trace by trace."""
 
 
 async def write_spans(

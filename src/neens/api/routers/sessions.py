@@ -156,16 +156,18 @@ async def ingest_session(
     new spans into it; a span id already stored is kept as first received."""
     batch = decode_native(_native_payload(body))
     flagged: list[str] = []
+    rejections = list(batch.rejections)
     if batch.spans:
         ingested = await ingest_spans(writer, principal.project_id, batch.spans, "native")
         if ingested.queued:
             worker.notify()
         flagged = ingested.flagged
+        rejections += ingested.rejected
     return IngestResult(
         session_id=body.session.id,
-        accepted_spans=len(batch.spans),
-        rejected_spans=len(batch.rejections),
-        rejections=[r.reason for r in batch.rejections],
+        accepted_spans=len(batch.spans) + len(batch.rejections) - len(rejections),
+        rejected_spans=len(rejections),
+        rejections=[r.reason for r in rejections],
         warnings=flagged,
     )
 

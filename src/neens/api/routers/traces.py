@@ -50,6 +50,7 @@ async def export_traces(request: Request, ingest: IngestDep) -> Response:
     is_json = content_type == JSON
     batch = decode_json(body) if is_json else decode_protobuf(body)
     flagged: list[str] = []
+    rejections = list(batch.rejections)
     if batch.spans:
         ingested = await ingest_spans(
             ingest.writer, ingest.principal.project_id, batch.spans, "otlp"
@@ -57,8 +58,9 @@ async def export_traces(request: Request, ingest: IngestDep) -> Response:
         if ingested.queued:
             ingest.worker.notify()
         flagged = ingested.flagged
-    message = rejections_message(batch.rejections, flagged)
+        rejections += ingested.rejected
+    message = rejections_message(rejections, flagged)
     return Response(
-        encode_response(len(batch.rejections), message, json=is_json),
+        encode_response(len(rejections), message, json=is_json),
         media_type=content_type,
     )
