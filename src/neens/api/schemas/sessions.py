@@ -164,7 +164,8 @@ class SpanOut(ResponseBody):
     events: list[dict[str, Any]] = Field(description="Span events.")
     warnings: list[WarningOut] = Field(description="Dubious values in this span.")
     children: list[SpanOut] = Field(
-        description="Child spans by start time; past 64 levels, all deeper descendants."
+        description="Child spans by start time; a span at the 64th level lists all its "
+        "descendants here, depth first."
     )
 
 
