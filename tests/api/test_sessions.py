@@ -37,6 +37,7 @@ async def test_the_spec_native_session_is_stored_with_its_correlation_keys(
         "acceptedSpans": 1,
         "rejectedSpans": 0,
         "rejections": [],
+        "warnings": [],
     }
     session = (await client.get("/sessions/trace-eval-001", headers=auth(ingest_key))).json()
     assert session["agentName"] == "my-agent"
@@ -135,6 +136,21 @@ async def test_native_spans_sent_later_merge_into_the_session(
             {"session": {"id": "x"}, "spans": [{"id": "a", "name": "n", "end_time": 10**30}]},
             "spans[0].end_time",
         ),
+        # Valid instants whose UTC form falls outside years 1-9999.
+        (
+            {
+                "session": {"id": "x"},
+                "spans": [{"id": "a", "name": "n", "start_time": "0001-01-01T00:00:00+05:00"}],
+            },
+            "spans[0].start_time",
+        ),
+        (
+            {
+                "session": {"id": "x"},
+                "spans": [{"id": "a", "name": "n", "end_time": "9999-12-31T23:59:59-05:00"}],
+            },
+            "spans[0].end_time",
+        ),
     ],
 )
 async def test_a_bad_native_session_is_refused_naming_the_field_and_stores_nothing(
@@ -204,8 +220,13 @@ async def test_sessions_filter_by_agent_and_time_and_page_newest_first(
     [
         ({"start": "2026-11-02T00:00:00"}, "start"),  # no offset: refused, never assumed UTC
         ({"start": "yesterday"}, "start"),
+        ({"start": "0.5"}, "start"),  # not read as a Unix time: the format is ISO 8601
         ({"start": "2026-11-02T00:00:00Z", "end": "2026-11-01T00:00:00Z"}, "end"),
         ({"cursor": "abc"}, "cursor"),
+        ({"cursor": "99999999999999999999999"}, "cursor"),  # beyond any row key
+        ({"cursor": "٣"}, "cursor"),  # a digit, but not an ASCII one
+        ({"start": "0001-01-01T00:00:00+05:00"}, "start"),  # year 0 in UTC
+        ({"end": "9999-12-31T23:59:59-05:00"}, "end"),  # year 10000 in UTC
         ({"limit": 0}, "limit"),
     ],
 )
@@ -220,3 +241,164 @@ async def test_bad_session_filters_are_refused_naming_the_parameter(
 async def test_an_unknown_session_is_404(client: httpx.AsyncClient, ingest_key: CreatedKey) -> None:
     r = await client.get("/sessions/nope", headers=auth(ingest_key))
     assert r.status_code == 404
+
+
+# --- hardening: no shape of session answers 500; dubious values are flagged -------------------
+
+HUGE = 2**62 + 1
+
+
+async def test_native_token_totals_beyond_64_bits_are_flagged_not_a_500(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    llm = {"name": "chat", "kind": "llm", "model": "gpt-4o"}
+    counts = {"gen_ai.usage.input_tokens": HUGE, "gen_ai.usage.output_tokens": HUGE}
+    spans = [{**llm, "id": f"c{n}", "attributes": counts} for n in range(2)]
+    r = await client.post(
+        "/sessions", json={"session": {"id": "big"}, "spans": spans}, headers=auth(ingest_key)
+    )
+    assert r.status_code == 200, r.text
+    session = (await client.get("/sessions/big", headers=auth(ingest_key))).json()
+    assert (session["inputTokens"], session["outputTokens"]) == (None, None)
+    assert [w["code"] for w in session["warnings"]] == ["token_sum_overflow"] * 2
+    assert session["costStatus"] == "priced" and session["costUsd"] > 0
+
+
+@pytest.mark.parametrize("tokens", ["120", 120.5, 2**53 + 1, True])
+async def test_a_native_token_count_that_is_not_an_integer_is_refused(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, tokens: object
+) -> None:
+    span = {"id": "a", "name": "chat", "kind": "llm", "model": "gpt-4o", "input_tokens": tokens}
+    r = await client.post(
+        "/sessions", json={"session": {"id": "s"}, "spans": [span]}, headers=auth(ingest_key)
+    )
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["field"] == "spans[0].input_tokens"
+
+
+async def test_native_dubious_values_are_stored_and_listed_as_warnings(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    spans = [
+        {
+            "id": "llm",
+            "name": "chat",
+            "kind": "llm",
+            "model": "gpt-4o",
+            "output_tokens": 5,
+            "attributes": {"gen_ai.usage.input_tokens": "120"},
+            "start_time": "2026-11-30T08:00:02Z",
+            "end_time": "2026-11-30T08:00:01Z",
+        }
+    ]
+    r = await client.post(
+        "/sessions", json={"session": {"id": "odd"}, "spans": spans}, headers=auth(ingest_key)
+    )
+    assert r.status_code == 200, r.text
+    result = r.json()
+    assert result["acceptedSpans"] == 1
+    assert len(result["warnings"]) == 2
+    assert any("gen_ai.usage.input_tokens" in w and "'120'" in w for w in result["warnings"])
+    assert any("before start_time" in w for w in result["warnings"])
+    session = (await client.get("/sessions/odd", headers=auth(ingest_key))).json()
+    assert session["inputTokens"] == 120
+    assert session["latencyMs"] is None
+    assert sorted(w["code"] for w in session["spans"][0]["warnings"]) == [
+        "end_before_start",
+        "token_count_text",
+    ]
+
+
+async def test_a_native_chain_of_5000_spans_and_a_parent_cycle_read_back(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    chain = [{"id": "s0", "name": "s0"}] + [
+        {"id": f"s{n}", "parent_id": f"s{n - 1}", "name": f"s{n}"} for n in range(1, 5000)
+    ]
+    cycle = [
+        {"id": "x", "parent_id": "y", "name": "x"},
+        {"id": "y", "parent_id": "x", "name": "y"},
+    ]
+    r = await client.post(
+        "/sessions",
+        json={"session": {"id": "deep"}, "spans": chain + cycle},
+        headers=auth(ingest_key),
+    )
+    assert r.status_code == 200, r.text
+    r = await client.get("/sessions/deep", headers=auth(ingest_key))
+    assert r.status_code == 200
+    session = r.json()
+    assert session["spanCount"] == 5002
+    assert sorted(s["name"] for s in session["spans"]) == ["s0", "x", "y"]
+    assert [w["code"] for w in session["warnings"]] == ["parent_cycle"]
+    listed = (await client.get("/sessions", headers=auth(ingest_key))).json()
+    assert listed["sessions"][0]["warnings"] == session["warnings"]
+
+
+def _nested(depth: int) -> str:
+    return '{"k":' * depth + '"leaf"' + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [33, 260, 700])
+async def test_native_attributes_nested_too_deep_refuse_only_their_span(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, depth: int
+) -> None:
+    body = (
+        '{"session":{"id":"n"},"spans":['
+        f'{{"id":"deep","name":"deep","attributes":{{"deep.attr":{_nested(depth)}}}}},'
+        f'{{"id":"fine","name":"fine","attributes":{{"ok":{_nested(32)}}}}}]}}'
+    )
+    r = await client.post(
+        "/sessions",
+        content=body,
+        headers={**auth(ingest_key), "Content-Type": "application/json"},
+    )
+    assert r.status_code == 200, r.text
+    result = r.json()
+    assert (result["acceptedSpans"], result["rejectedSpans"]) == (1, 1)
+    assert "'deep.attr'" in result["rejections"][0]
+    assert "32 levels" in result["rejections"][0]
+    session = (await client.get("/sessions/n", headers=auth(ingest_key))).json()
+    assert [s["name"] for s in session["spans"]] == ["fine"]
+
+
+async def test_native_session_attributes_nested_too_deep_refuse_every_span(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    body = (
+        f'{{"session":{{"id":"n","attributes":{{"deep":{_nested(300)}}}}},'
+        '"spans":[{"id":"a","name":"a"},{"id":"b","name":"b"}]}'
+    )
+    r = await client.post(
+        "/sessions", content=body, headers={**auth(ingest_key), "Content-Type": "application/json"}
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["rejectedSpans"] == 2
+    assert "session attribute 'deep'" in r.json()["rejections"][0]
+
+
+async def test_a_native_body_nested_deeper_than_json_parsing_allows_is_a_clean_400(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    span = f'{{"id":"a","name":"a","attributes":{{"x":{_nested(5000)}}}}}'
+    body = f'{{"session":{{"id":"n"}},"spans":[{span}]}}'
+    r = await client.post(
+        "/sessions", content=body, headers={**auth(ingest_key), "Content-Type": "application/json"}
+    )
+    assert 400 <= r.status_code < 500
+    assert "error" in r.json()
+
+
+async def test_a_session_id_of_a_push_answer_is_refused(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    body = {
+        "session": {"id": "ppr_0123456789abcdef01234567:dsi_0123456789abcdef01234567"},
+        "spans": [{"id": "agent", "name": "agent.call", "kind": "agent", "output": "forged"}],
+    }
+    r = await client.post("/sessions", json=body, headers=auth(ingest_key))
+    assert r.status_code == 422
+    error = r.json()["error"]
+    assert error["field"] == "session.id"
+    assert "push run" in error["message"]
+    assert (await client.get("/sessions", headers=auth(ingest_key))).json()["sessions"] == []

@@ -13,8 +13,10 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from neens.domain.conventions import (
+    MAX_NESTING,
     SPAN_KINDS,
     SpanView,
+    nesting_reason,
     record_unstorable_reason,
     safe_label,
     span_view,
@@ -480,3 +482,72 @@ def test_a_token_count_beyond_64_bits_is_not_a_count(value: object) -> None:
 
     assert token_count(value) is None
     assert token_count(2**63 - 1) == 2**63 - 1
+
+
+# --- flags and nesting ------------------------------------------------------------------------
+
+
+def _record(**attributes: object) -> SpanRecord:
+    return SpanRecord(
+        trace_id="t",
+        span_id="s",
+        parent_span_id=None,
+        name="chat",
+        kind="llm",
+        start_time=None,
+        end_time=None,
+        status_code=None,
+        status_message=None,
+        attributes=dict(attributes),
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "count", "code"),
+    [
+        (120, 120, None),
+        (120.0, 120, None),
+        ("120", 120, "token_count_text"),
+        ("12.5", None, "token_count_invalid"),
+        (-3, None, "token_count_invalid"),
+        (True, None, "token_count_invalid"),
+        (2**63, None, "token_count_invalid"),
+        (1e23, None, "token_count_invalid"),
+    ],
+)
+def test_token_counts_that_are_not_plain_integers_are_flagged(
+    value: object, count: int | None, code: str | None
+) -> None:
+    view = span_view(_record(**{"gen_ai.usage.input_tokens": value}))
+    assert view.input_tokens == count
+    assert [flag.code for flag in view.flags] == ([code] if code else [])
+    if code:
+        assert "gen_ai.usage.input_tokens" in view.flags[0].message
+
+
+def test_names_longer_than_stored_are_ignored_and_flagged() -> None:
+    view = span_view(_record(**{"gen_ai.request.model": "m" * 501, "neens.eval_run_id": "r" * 200}))
+    assert view.model is None
+    assert view.eval_run_id == "r" * 200
+    [flag] = view.flags
+    assert (flag.code, "501 characters" in flag.message) == ("value_too_long", True)
+
+
+def test_nesting_is_measured_without_recursion_at_any_depth() -> None:
+    value: object = "leaf"
+    for _ in range(100_000):
+        value = {"k": [value]}
+    assert nesting_reason({"a": [1, {"b": 2}]}) is None
+    assert nesting_reason(value) is not None
+    assert nesting_reason(_deep(MAX_NESTING)) is None
+    assert "32 levels" in str(nesting_reason(_deep(MAX_NESTING + 1)))
+    # The storability walk is iterative too, and still names where the bad text sits.
+    assert unstorable_text_reason(value) is None
+    assert "NUL" in str(unstorable_text_reason([value, {"x": "a\x00"}]))
+
+
+def _deep(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value

@@ -430,3 +430,52 @@ def test_the_summary_does_not_depend_on_the_order_spans_arrive_in(order: list[in
     expected = summarize_session(records, BOOK)
 
     assert summarize_session([records[index] for index in order], BOOK) == expected
+
+
+# --- values no column can hold, and dubious values --------------------------------------------
+
+HUGE = 2**62 + 1
+
+
+def test_token_totals_beyond_64_bits_are_none_and_flagged_never_an_error() -> None:
+    summary = summarize_session(
+        [root(), llm("a", "house-small", HUGE, 1), llm("b", "house-small", HUGE, 2)], BOOK
+    )
+    assert (summary.input_tokens, summary.output_tokens) == (None, 3)
+    [flag] = summary.warnings
+    assert flag.code == "token_sum_overflow"
+    assert "inputTokens is null" in flag.message
+
+
+def test_a_cost_too_large_to_represent_is_cost_overflow_not_priced() -> None:
+    absurd = PriceBook({"absurd": Price(input_per_mtok_usd=1e300, output_per_mtok_usd=0.0)})
+    summary = summarize_session([root(), llm("a", "absurd", 10**18, 0)], absurd)
+    assert (summary.cost_usd, summary.cost_status) == (None, "cost_overflow")
+    assert "more than can be represented" in summary.unpriced_models[0]
+    assert [flag.code for flag in summary.warnings] == ["cost_overflow"]
+
+
+def test_finite_costs_whose_sum_overflows_are_cost_overflow() -> None:
+    big = PriceBook({"big": Price(input_per_mtok_usd=1.5e308, output_per_mtok_usd=0.0)})
+    summary = summarize_session(
+        [root(), llm("a", "big", 1_000_000, 0), llm("b", "big", 1_000_000, 0)], big
+    )
+    assert (summary.cost_usd, summary.cost_status) == (None, "cost_overflow")
+
+
+def test_flags_of_spans_are_gathered_one_per_kind_with_a_count() -> None:
+    spans = [
+        root(),
+        make("a", parent="root", kind="llm", attributes={"gen_ai.usage.input_tokens": "12"}),
+        make("b", parent="root", kind="llm", attributes={"gen_ai.usage.input_tokens": "7"}),
+        make("c", parent="root", start=5, end=4),
+        make("x", parent="y"),
+        make("y", parent="x"),
+    ]
+    summary = summarize_session(spans, BOOK)
+    by_code = {flag.code: flag.message for flag in summary.warnings}
+    assert set(by_code) == {"token_count_text", "end_before_start", "parent_cycle"}
+    assert by_code["token_count_text"].startswith("span 'span a': attribute")
+    assert by_code["token_count_text"].endswith("(and 1 more)")
+    assert "2 spans are their own ancestors" in by_code["parent_cycle"]
+    assert summary.input_tokens == 19  # text digits are still read, flagged

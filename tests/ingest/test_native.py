@@ -265,3 +265,15 @@ def test_any_native_token_count_reaches_the_view_unchanged(tokens: int) -> None:
 
     view = span_view(record)
     assert (view.input_tokens, view.output_tokens) == (tokens, tokens)
+
+
+def test_a_push_answer_session_id_is_refused() -> None:
+    with pytest.raises(Unprocessable) as refused:
+        decode_native(session(span(), id="ppr_abc:dsi_def"))
+    assert refused.value.field == "session.id"
+
+
+def test_datetimes_are_read_as_given_by_the_api_layer() -> None:
+    when = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+    [record] = decode_native(session(span(start_time=when))).spans
+    assert record.start_time == when

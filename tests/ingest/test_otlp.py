@@ -25,6 +25,7 @@ from opentelemetry.proto.common.v1.common_pb2 import (
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
+from neens.domain.conventions import MAX_NESTING
 from neens.errors import InvalidInput
 from neens.ingest.otlp import decode_json, decode_protobuf, encode_response, rejections_message
 from neens.ingest.records import Rejection
@@ -664,14 +665,20 @@ def test_a_response_message_with_a_lone_surrogate_is_escaped_rather_than_failing
 # --- responses -----------------------------------------------------------------------------
 
 
-def test_protobuf_response_carries_partial_success_only_when_spans_were_rejected() -> None:
+def test_protobuf_response_carries_partial_success_only_when_there_is_something_to_say() -> None:
     partial = ExportTraceServiceResponse.FromString(
         encode_response(3, "3 spans rejected", json=False)
     )
-    full = encode_response(0, "ignored", json=False)
+    warning = ExportTraceServiceResponse.FromString(
+        encode_response(0, "1 warning on stored spans", json=False)
+    )
+    full = encode_response(0, "", json=False)
 
     assert partial.partial_success.rejected_spans == 3
     assert partial.partial_success.error_message == "3 spans rejected"
+    # OTLP: rejected 0 with a message is a warning; the spans were all accepted.
+    assert warning.partial_success.rejected_spans == 0
+    assert warning.partial_success.error_message == "1 warning on stored spans"
     assert full == b""
     assert not ExportTraceServiceResponse.FromString(full).HasField("partial_success")
 
@@ -810,3 +817,122 @@ def test_an_escaped_backslash_before_u_d800_is_ordinary_text() -> None:
     (record,) = decode_json(only_span_json(span)).spans
 
     assert record.attributes["code"] == "\\ud800 is a surrogate"
+
+
+# --- nesting beyond the parsers' limits -------------------------------------------------------
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    def varint(n: int) -> bytes:
+        out = b""
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            if not n:
+                return out + bytes([byte])
+            out += bytes([byte | 0x80])
+
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def _deep_key_value(key: bytes, depth: int) -> bytes:
+    """A KeyValue whose value nests `depth` key/value lists, encoded by hand (the protobuf
+    library refuses to build it)."""
+    value = _field(1, b"leaf")
+    for _ in range(depth):
+        value = _field(6, _field(1, _field(1, b"k") + _field(2, value)))
+    return _field(1, key) + _field(2, value)
+
+
+def _span_bytes(name: str, span_id: bytes, extra: bytes = b"") -> bytes:
+    return Span(trace_id=b"\x01" * 16, span_id=span_id, name=name).SerializeToString() + extra
+
+
+def test_a_span_too_deep_for_protobuf_is_refused_alone_and_its_neighbours_decode() -> None:
+    deep = _span_bytes("deep", b"\x02" * 8, _field(9, _deep_key_value(b"deep.attr", 200)))
+    fine = _span_bytes("fine", b"\x03" * 8)
+    body = _field(1, _field(2, _field(2, deep) + _field(2, fine)))
+    batch = decode_protobuf(body)
+    assert [s.name for s in batch.spans] == ["fine"]
+    [rejection] = batch.rejections
+    assert rejection.reason.startswith("span 'deep' nests attributes")
+
+
+def test_a_resource_too_deep_for_protobuf_refuses_its_spans_only() -> None:
+    resource = _field(1, _field(1, _deep_key_value(b"deep.resource", 200)))
+    mine = _field(1, resource + _field(2, _field(2, _span_bytes("mine", b"\x02" * 8))))
+    other = _field(1, _field(2, _field(2, _span_bytes("other", b"\x03" * 8))))
+    batch = decode_protobuf(mine + other)
+    assert [s.name for s in batch.spans] == ["other"]
+    assert [r.reason.split(" nests")[0] for r in batch.rejections] == ["span 'mine' its resource"]
+
+
+def _nested_arrays(key: bytes, depth: int) -> bytes:
+    value = _field(1, b"leaf")
+    for _ in range(depth):
+        value = _field(5, _field(1, value))  # AnyValue.array_value { values: [value] }
+    return _field(1, key) + _field(2, value)
+
+
+def _one_span_request(attribute: bytes) -> bytes:
+    return _field(1, _field(2, _field(2, _span_bytes("s", b"\x02" * 8, _field(9, attribute)))))
+
+
+def test_an_attribute_one_level_past_the_bound_is_refused_by_name() -> None:
+    batch = decode_protobuf(_one_span_request(_nested_arrays(b"a", MAX_NESTING + 1)))
+    [rejection] = batch.rejections
+    assert rejection.reason == (
+        "span 's' attribute 'a' is nested more than 32 levels deep; "
+        "flatten it or send it as JSON text"
+    )
+    within = decode_protobuf(_one_span_request(_nested_arrays(b"a", MAX_NESTING)))
+    assert within.rejections == []
+    assert [s.name for s in within.spans] == ["s"]
+
+
+def test_corrupt_protobuf_is_still_a_400_not_a_per_span_rejection() -> None:
+    with pytest.raises(InvalidInput):
+        decode_protobuf(b"\xff\xff\xff not protobuf")
+
+
+def _json_nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"stringValue": "leaf"}
+    for _ in range(depth):
+        value = {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
+    return value
+
+
+def _json_span(name: str, span_id: str, **extra: Any) -> dict[str, Any]:
+    return {"traceId": "01" * 16, "spanId": span_id, "name": name, **extra}
+
+
+def test_otlp_json_too_deep_for_the_parser_refuses_only_the_deep_span_scope_or_resource() -> None:
+    deep_attr = [{"key": "deep.attr", "value": _json_nested(60)}]
+    document = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": deep_attr},
+                "scopeSpans": [{"spans": [_json_span("under-deep-resource", "0000000000000001")]}],
+            },
+            {
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "s", "attributes": deep_attr},
+                        "spans": [_json_span("under-deep-scope", "0000000000000002")],
+                    },
+                    {
+                        "spans": [
+                            _json_span("deep", "0000000000000003", attributes=deep_attr),
+                            _json_span("fine", "0000000000000004"),
+                        ]
+                    },
+                ]
+            },
+        ]
+    }
+    batch = decode_json(json.dumps(document).encode())
+    assert [s.name for s in batch.spans] == ["fine"]
+    assert sorted(r.reason.split(" nests")[0] for r in batch.rejections) == [
+        "span 'deep'",
+        "span 'under-deep-resource' its resource",
+        "span 'under-deep-scope' its scope",
+    ]

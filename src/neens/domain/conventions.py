@@ -9,7 +9,8 @@ downstream (pricing, session summaries, the API) reads a `SpanView` and never an
 
 The mapping is deliberately conservative: when a value is malformed (a token count of -3, of
 "12.5", of `True`) it becomes None rather than a guess, because a wrong number silently feeds
-costs and comparisons while a missing one is visible.
+costs and comparisons while a missing one is visible. It is also flagged (`SpanView.flags`), so
+"missing" and "sent but unusable" stay distinguishable.
 
 This module also owns `unstorable_text_reason`, the check that a decoded value can be stored in
 PostgreSQL at all, so the receivers and the server reject the same things with the same words.
@@ -23,7 +24,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from neens.ingest.records import SpanRecord
 
@@ -54,32 +55,67 @@ def unstorable_text_reason(value: object) -> str | None:
     PostgreSQL `text` and `jsonb` refuse the NUL character, and a lone surrogate cannot even be
     encoded as UTF-8; JSON (so `jsonb`) has no NaN or Infinity either. Altering such data to make
     it fit would store something the agent never sent, so the caller rejects the span instead and
-    reports this reason. Strings, dict keys and values, and list items are walked recursively; the
-    reason names where the problem sits (`['messages'][2]['content'] contains a NUL ...`).
+    reports this reason. Strings, dict keys and values, and list items are walked (with a stack,
+    not recursion, so any nesting depth is safe); the reason names where the problem sits
+    (`['messages'][2]['content'] contains a NUL ...`).
     """
-    return _walk_reason(value, "")
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        reason = _leaf_reason(item, path)
+        if reason is not None:
+            return reason
+        if isinstance(item, Mapping):
+            children: list[tuple[object, str]] = []
+            for key, child in item.items():
+                if isinstance(key, str) and (reason := _text_reason(key)) is not None:
+                    return f"{path}[{safe_label(key)}] key {reason}"
+                children.append((child, f"{path}[{safe_label(key)}]"))
+            stack.extend(reversed(children))
+        elif isinstance(item, list | tuple):
+            stack.extend(
+                (child, f"{path}[{index}]") for index, child in reversed(list(enumerate(item)))
+            )
+    return None
 
 
-def _walk_reason(value: object, path: str) -> str | None:
+def _leaf_reason(value: object, path: str) -> str | None:
     where = f"{path} " if path else ""
     if isinstance(value, str):
         reason = _text_reason(value)
         return f"{where}{reason}" if reason else None
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return None
+    if isinstance(value, float) and not math.isfinite(value):
         return f"{where}is {value!r}, which JSON cannot represent"
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if isinstance(key, str) and (reason := _text_reason(key)) is not None:
-                return f"{path}[{safe_label(key)}] key {reason}"
-            if (reason := _walk_reason(item, f"{path}[{safe_label(key)}]")) is not None:
-                return reason
-        return None
-    if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            if (reason := _walk_reason(item, f"{path}[{index}]")) is not None:
-                return reason
+    return None
+
+
+MAX_NESTING: Final = 32
+"""How deeply an attribute value may nest objects and arrays.
+
+Real attributes are flat or a few levels deep (GenAI messages: a list of messages of parts);
+a bound keeps every value safely storable, readable back and serialisable by any JSON client,
+and lets a span that goes deeper be refused alone, with the attribute named, instead of failing
+the request it came in."""
+
+
+def nesting_reason(value: object, limit: int = MAX_NESTING) -> str | None:
+    """Why `value` nests objects or arrays more than `limit` levels deep, or None.
+
+    A scalar is depth 0, `{"a": 1}` and `[1]` depth 1. Walked with a stack, so a value nested
+    thousands of levels is measured without recursion.
+    """
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth + 1 > limit:
+            return f"is nested more than {limit} levels deep; flatten it or send it as JSON text"
+        stack.extend((child, depth + 1) for child in children)
     return None
 
 
@@ -225,8 +261,43 @@ _OUTPUT_TOKEN_KEYS: Final = (
 _AGENT_NAME_KEYS: Final = ("gen_ai.agent.name", "agent.name")
 _DIGITS: Final = re.compile(r"[0-9]+")
 _MAX_DIGITS: Final = 20
-_MAX_TOKENS: Final = 2**63 - 1
 """Longer digit strings are not token counts (and would hit Python's int-parsing limit)."""
+MAX_TOKENS: Final = 2**63 - 1
+"""The largest token count (and token total) Neens stores: a signed 64-bit integer."""
+MAX_NAME_CHARS: Final = 500
+"""The longest model, agent name or version label Neens stores."""
+MAX_LINK_CHARS: Final = 200
+"""The longest `neens.eval_run_id` or `neens.dataset_item_id` Neens stores (run and item ids
+are far shorter; a longer value cannot name one)."""
+
+FlagCode = Literal[
+    "token_count_text",
+    "token_count_invalid",
+    "token_sum_overflow",
+    "end_before_start",
+    "parent_cycle",
+    "value_too_long",
+    "cost_overflow",
+]
+"""The dubious values Neens stores but flags (docs/traces.md, "Warnings")."""
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """A dubious value that was stored as sent but not trusted as if it were fine."""
+
+    code: FlagCode
+    message: str
+    """What was odd and what Neens did about it, naming the field or attribute."""
+
+
+def is_push_trace_id(trace_id: str) -> bool:
+    """Whether `trace_id` is in the namespace of push-run answers (`<run id>:<item id>`).
+
+    Neens records each answer of a push run as the session `ppr_…:<item id>`; those ids are
+    reserved so that no client can write spans into (and so change) a captured answer.
+    """
+    return trace_id.startswith("ppr_") and ":" in trace_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +327,9 @@ class SpanView:
     eval_run_id: str | None
     dataset_item_id: str | None
     version_label: str | None
+    flags: tuple[Flag, ...] = ()
+    """Dubious values found while reading the span (a token count sent as text, an end before
+    the start, a name too long to store); see `FlagCode`."""
 
 
 def span_view(record: SpanRecord) -> SpanView:
@@ -284,27 +358,82 @@ def span_view(record: SpanRecord) -> SpanView:
     - correlation keys: exactly `neens.eval_run_id`, `neens.dataset_item_id`,
       `neens.version_label`. No other spelling is read, so a typo shows up as a missing link
       instead of being half-honoured.
+
+    Dubious values are flagged (`SpanView.flags`), never silently trusted: a token count sent
+    as digits in text is read and flagged `token_count_text`; one that is not a count at all is
+    ignored and flagged `token_count_invalid`; a model, agent name or correlation key longer
+    than Neens stores is ignored and flagged `value_too_long`; an end before the start is
+    flagged `end_before_start`.
     """
     attributes = record.attributes
+    flags: list[Flag] = []
     request_model = _text(attributes.get("gen_ai.request.model"))
     response_model = _text(attributes.get("gen_ai.response.model"))
+    model = response_model or _text(attributes.get("llm.model_name")) or request_model
+    if (
+        record.end_time is not None
+        and record.start_time is not None
+        and record.end_time < record.start_time
+    ):
+        flags.append(
+            Flag(
+                "end_before_start",
+                f"end_time {record.end_time.isoformat()} is before start_time "
+                f"{record.start_time.isoformat()}; its duration is not counted",
+            )
+        )
     return SpanView(
         name=record.name,
         start_time=record.start_time,
         kind=_kind(record),
         input=_first_content(attributes, _INPUT_KEYS, record.input),
         output=_first_content(attributes, _OUTPUT_KEYS, record.output),
-        model=response_model or _text(attributes.get("llm.model_name")) or request_model,
+        model=_bounded(model, MAX_NAME_CHARS, "model", flags),
         request_model=request_model,
         response_model=response_model,
         provider=_first_text(attributes, _PROVIDER_KEYS),
-        input_tokens=_first_token_count(attributes, _INPUT_TOKEN_KEYS),
-        output_tokens=_first_token_count(attributes, _OUTPUT_TOKEN_KEYS),
-        agent_name=_first_text(attributes, _AGENT_NAME_KEYS) or _text(record.agent_name),
-        eval_run_id=_correlation_key(attributes.get(EVAL_RUN_ID_KEY)),
-        dataset_item_id=_correlation_key(attributes.get(DATASET_ITEM_ID_KEY)),
-        version_label=_correlation_key(attributes.get(VERSION_LABEL_KEY)),
+        input_tokens=_first_token_count(attributes, _INPUT_TOKEN_KEYS, flags),
+        output_tokens=_first_token_count(attributes, _OUTPUT_TOKEN_KEYS, flags),
+        agent_name=_bounded(
+            _first_text(attributes, _AGENT_NAME_KEYS) or _text(record.agent_name),
+            MAX_NAME_CHARS,
+            "agent name",
+            flags,
+        ),
+        eval_run_id=_bounded(
+            _correlation_key(attributes.get(EVAL_RUN_ID_KEY)),
+            MAX_LINK_CHARS,
+            EVAL_RUN_ID_KEY,
+            flags,
+        ),
+        dataset_item_id=_bounded(
+            _correlation_key(attributes.get(DATASET_ITEM_ID_KEY)),
+            MAX_LINK_CHARS,
+            DATASET_ITEM_ID_KEY,
+            flags,
+        ),
+        version_label=_bounded(
+            _correlation_key(attributes.get(VERSION_LABEL_KEY)),
+            MAX_NAME_CHARS,
+            VERSION_LABEL_KEY,
+            flags,
+        ),
+        flags=tuple(flags),
     )
+
+
+def _bounded(value: str | None, limit: int, what: str, flags: list[Flag]) -> str | None:
+    """`value` when it fits the stored column, else None and a `value_too_long` flag."""
+    if value is None or len(value) <= limit:
+        return value
+    flags.append(
+        Flag(
+            "value_too_long",
+            f"{what} is {len(value)} characters long, more than the {limit} Neens stores; "
+            "it is ignored",
+        )
+    )
+    return None
 
 
 def _kind(record: SpanRecord) -> str:
@@ -348,10 +477,31 @@ def _to_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _first_token_count(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+def _first_token_count(
+    attributes: Mapping[str, Any], keys: tuple[str, ...], flags: list[Flag]
+) -> int | None:
     for key in keys:
         if key in attributes:
-            return token_count(attributes[key])
+            value = attributes[key]
+            count = token_count(value)
+            if count is None:
+                flags.append(
+                    Flag(
+                        "token_count_invalid",
+                        f"attribute {safe_label(key)} is not a token count "
+                        f"({safe_label(_to_json(value))}); it is ignored",
+                    )
+                )
+            elif isinstance(value, str):
+                flags.append(
+                    Flag(
+                        "token_count_text",
+                        f"attribute {safe_label(key)} is the text {safe_label(value)}, "
+                        "not a number; it is read as a count of "
+                        f"{count} (send token counts as integers)",
+                    )
+                )
+            return count
     return None
 
 
@@ -359,9 +509,10 @@ def token_count(value: object) -> int | None:
     """A token count as a non-negative int, or None when `value` is not clearly one.
 
     Accepted: ints (not bools), integral finite floats (some SDKs send every number as a double),
-    and strings of ASCII digits (OTLP/JSON int64 travels as a string). Refused: negatives,
-    fractions, bools, signs, blanks, non-ASCII digits, and counts beyond a signed 64-bit integer
-    (no real usage is that large, and no database column could hold it). Nothing is rounded.
+    and strings of ASCII digits (some instrumentations stringify every attribute; `span_view`
+    reads them but flags them `token_count_text`). Refused: negatives, fractions, bools, signs,
+    blanks, non-ASCII digits, and counts beyond a signed 64-bit integer (no real usage is that
+    large, and no database column could hold it). Nothing is rounded.
     """
     count: int | None = None
     if isinstance(value, bool):
@@ -373,7 +524,7 @@ def token_count(value: object) -> int | None:
             count = int(value)
     elif isinstance(value, str) and len(value) <= _MAX_DIGITS and _DIGITS.fullmatch(value):
         count = int(value)
-    if count is None or not 0 <= count <= _MAX_TOKENS:
+    if count is None or not 0 <= count <= MAX_TOKENS:
         return None
     return count
 

@@ -63,6 +63,9 @@ class SpanCost:
     unpriced_model: str | None = None
     source: str | None = None
     """"override" or "genai-prices" for a priced span."""
+    overflow: bool = False
+    """True when a price was found but the cost is too large to represent (a float would be
+    infinite): the span is unpriced, with `unpriced_reason` saying so, never "priced" at null."""
 
 
 class PriceLookupError(LookupError):
@@ -153,13 +156,30 @@ def span_cost(view: SpanView, book: PriceBook) -> SpanCost:
                 f"LLM span {span} (model {safe_label(model)}) reported no {missing} token count"
             ),
         )
+    usd: float
     if view.request_model is not None and book.override(model) is None:
         request_price = book.override(view.request_model)
         if request_price is not None:
             usd = request_price.cost(input_tokens, output_tokens)
-            return SpanCost(usd=usd, unpriced_reason=None, source="override")
+            return _checked(SpanCost(usd=usd, unpriced_reason=None, source="override"), span, model)
     try:
         usd, source = book.cost(model, view.provider, input_tokens, output_tokens, view.start_time)
     except PriceLookupError as exc:
         return SpanCost(usd=None, unpriced_reason=f"LLM span {span}: {exc}", unpriced_model=model)
-    return SpanCost(usd=usd, unpriced_reason=None, source=source)
+    except OverflowError:
+        usd, source = math.inf, "genai-prices"
+    return _checked(SpanCost(usd=usd, unpriced_reason=None, source=source), span, model)
+
+
+def _checked(cost: SpanCost, span: str, model: str) -> SpanCost:
+    """`cost`, or an overflow when its amount is not a finite number of dollars."""
+    if cost.usd is None or math.isfinite(cost.usd):
+        return cost
+    return SpanCost(
+        usd=None,
+        unpriced_reason=(
+            f"LLM span {span} (model {safe_label(model)}) costs more than can be represented; "
+            "check the model's price and the span's token counts"
+        ),
+        overflow=True,
+    )

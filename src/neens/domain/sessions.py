@@ -8,6 +8,12 @@ Two rules shape the cost fields. Unpriced is never free: if any LLM call cannot 
 session's cost is None (not the sum of the others, which would understate it) and
 `unpriced_models` says why. And "no LLM calls" is its own status, distinct from both, so a
 deterministic tool-only session is not reported as costing $0 by accident or as a pricing gap.
+A cost too large to represent (an absurd price or token count) is `cost_overflow`, never
+"priced" with no amount.
+
+Dubious values are kept as sent but flagged: the summary's `warnings` gathers the flags of its
+spans (one per kind, counted) and adds the session's own (a parent cycle, token totals beyond
+64 bits, a cost overflow). No shape of trace makes the summary fail.
 """
 
 from __future__ import annotations
@@ -18,13 +24,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Literal
 
-from neens.domain.conventions import SpanView, span_view
+from neens.domain.conventions import MAX_TOKENS, Flag, FlagCode, SpanView, safe_label, span_view
 from neens.domain.pricing import PriceBook, span_cost
+from neens.domain.span_tree import parent_cycle_members
 from neens.ingest.records import SpanRecord
 
 __all__ = ["CostStatus", "SessionSummary", "summarize_session"]
 
-CostStatus = Literal["priced", "unpriced", "no_llm_calls"]
+CostStatus = Literal["priced", "unpriced", "cost_overflow", "no_llm_calls"]
 
 _STEP_KINDS: Final = frozenset({"llm", "tool"})
 _NO_TIME: Final = datetime.min.replace(tzinfo=UTC)
@@ -57,6 +64,8 @@ class SessionSummary:
     eval_run_id: str | None
     dataset_item_id: str | None
     version_label: str | None
+    warnings: tuple[Flag, ...] = ()
+    """Dubious values in the session, one per kind (see `conventions.FlagCode`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +97,12 @@ def summarize_session(
       reports them, so "unknown" is never shown as 0.
     - latency_ms: latest end minus earliest start; None when either is missing, or when the
       clocks disagree so much that the end precedes the start.
-    - cost: see the module docstring; `cost_status` is "priced", "unpriced" or "no_llm_calls".
+    - cost: see the module docstring; `cost_status` is "priced", "unpriced", "cost_overflow"
+      or "no_llm_calls".
     - status: "error" when any span's status is error, else "ok".
+    - warnings: the spans' flags, one per code with how many spans carry it, then
+      `parent_cycle`, `token_sum_overflow` (a total beyond a signed 64-bit integer is None)
+      and `cost_overflow`.
 
     Spans without a start time sort after those with one, in their given order.
     """
@@ -111,13 +124,29 @@ def summarize_session(
         latency_ms = (ended_at - started_at).total_seconds() * 1000
 
     cost_usd, cost_status, unpriced = _cost(llm_calls, book)
+    flags: list[Flag] = []
+    input_tokens = _token_sum((span.view.input_tokens for span in llm_calls), "input", flags)
+    output_tokens = _token_sum((span.view.output_tokens for span in llm_calls), "output", flags)
+    cycle = parent_cycle_members(records)
+    if cycle:
+        flags.append(
+            Flag(
+                "parent_cycle",
+                f"{len(cycle)} spans are their own ancestors through parent ids "
+                f"(for example span {safe_label(min(cycle))}); they are shown as roots",
+            )
+        )
+    if cost_status == "cost_overflow":
+        flags.append(
+            Flag("cost_overflow", "the session's cost is too large to represent; costUsd is null")
+        )
     return SessionSummary(
         agent_name=_pick(root, spans, lambda view: view.agent_name),
         input=_pick(root, agents, lambda view: view.input),
         output=_pick(root, agents, lambda view: view.output),
         models=tuple(dict.fromkeys(span.view.model for span in spans if span.view.model)),
-        input_tokens=_sum_or_none(span.view.input_tokens for span in llm_calls),
-        output_tokens=_sum_or_none(span.view.output_tokens for span in llm_calls),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
         latency_ms=latency_ms,
         step_count=sum(1 for span in spans if span.view.kind in _STEP_KINDS),
         cost_usd=cost_usd,
@@ -130,7 +159,25 @@ def summarize_session(
         eval_run_id=_pick(root, spans, lambda view: view.eval_run_id),
         dataset_item_id=_pick(root, spans, lambda view: view.dataset_item_id),
         version_label=_pick(root, spans, lambda view: view.version_label),
+        warnings=(*_span_flags(spans), *flags),
     )
+
+
+def _span_flags(spans: Sequence[_Span]) -> list[Flag]:
+    """The spans' flags, one per code: the first span's message, and how many spans share it."""
+    first: dict[FlagCode, tuple[str, Flag]] = {}
+    counts: dict[FlagCode, int] = {}
+    for span in spans:
+        for flag in span.view.flags:
+            if flag.code not in first:
+                first[flag.code] = (span.record.name, flag)
+            counts[flag.code] = counts.get(flag.code, 0) + 1
+    result = []
+    for code, (name, flag) in first.items():
+        more = counts[code] - 1
+        also = f" (and {more} more)" if more else ""
+        result.append(Flag(code, f"span {safe_label(name)}: {flag.message}{also}"))
+    return result
 
 
 def _start_key(span: _Span) -> tuple[bool, datetime]:
@@ -156,9 +203,23 @@ def _pick(
     return next((value for span in fallbacks if (value := read(span.view)) is not None), None)
 
 
-def _sum_or_none(counts: Iterable[int | None]) -> int | None:
+def _token_sum(counts: Iterable[int | None], side: str, flags: list[Flag]) -> int | None:
+    """The total of the counts present; None when none is, or when the total does not fit a
+    signed 64-bit integer (flagged: no database column holds it, and it is no real usage)."""
     present = [count for count in counts if count is not None]
-    return sum(present) if present else None
+    if not present:
+        return None
+    total = sum(present)
+    if total > MAX_TOKENS:
+        flags.append(
+            Flag(
+                "token_sum_overflow",
+                f"the {side} token counts of the LLM spans add up to {total}, more than a "
+                f"64-bit count holds; {side}Tokens is null",
+            )
+        )
+        return None
+    return total
 
 
 def _cost(
@@ -174,6 +235,14 @@ def _cost(
             if cost.usd is None
         }
     )
+    if any(cost.overflow for cost in costs):
+        return None, "cost_overflow", tuple(unpriced)
     if unpriced:
         return None, "unpriced", tuple(unpriced)
-    return math.fsum(cost.usd for cost in costs if cost.usd is not None), "priced", ()
+    try:
+        total = math.fsum(cost.usd for cost in costs if cost.usd is not None)
+    except OverflowError:  # finite costs whose sum is not: fsum refuses rather than give inf
+        total = math.inf
+    if not math.isfinite(total):
+        return None, "cost_overflow", ("the sum of the LLM calls' costs is too large to represent",)
+    return total, "priced", ()

@@ -6,7 +6,9 @@ The rules (spec: "How linking behaves, exactly"):
   score.
 - An untagged trace links to the first item without a capture, in frozen order.
 - A trace whose run id belongs to another project, or to a run that is cancelled or finished,
-  or to a push-mode run (Neens links those itself), is ignored.
+  or to a push-mode run, is ignored. A push run links only the answers it captured itself
+  (sessions `<run id>:<item id>`, an id namespace ingest refuses), so nothing sent through
+  ingest can take or replace a push item's answer, whatever it is tagged with.
 - A trace is linked once its root span has arrived — the span that carries the agent's final
   answer usually ends, and so is exported, last.
 - The first capture moves the run from awaiting_traces to running; the capture of the last

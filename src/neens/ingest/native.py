@@ -18,7 +18,13 @@ as resource attributes (overlaid by the span's own).
 The API validates the shape with pydantic as well; this decoder is still defensive because it is
 also the library entry point, and it names the offending field (`spans[2].id`) in every error:
 `InvalidInput` when the body is not a JSON object at all, `Unprocessable` for a wrong field.
-A span whose text PostgreSQL cannot store becomes a `Rejection`, as in OTLP.
+A span whose text PostgreSQL cannot store, or whose attributes nest more than `MAX_NESTING`
+levels, becomes a `Rejection`, as in OTLP (session attributes that do take every span with
+them).
+
+Session ids of the form `ppr_…:…` are refused: they are where push runs record the answers
+Neens captured itself, and an answer must not be replaceable from outside
+(`conventions.is_push_trace_id`).
 
 A session with zero spans is accepted and decodes to an empty batch: an agent that flushes a
 session before anything happened has not made an error, and storing nothing is the honest
@@ -33,6 +39,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from neens.domain.conventions import (
+    is_push_trace_id,
+    nesting_reason,
     record_unstorable_reason,
     safe_label,
     unstorable_text_reason,
@@ -65,8 +73,17 @@ def decode_native(payload: Mapping[str, Any]) -> DecodedBatch:
     session_id = _required_text(session.get("id"), "session.id")
     if (reason := unstorable_text_reason(session_id)) is not None:
         raise Unprocessable(f"session.id {reason}", field="session.id")
+    if is_push_trace_id(session_id):
+        raise Unprocessable(
+            f"session.id {safe_label(session_id)} is reserved: ids of the form "
+            "<run id>:<item id> hold the answers a push run captured, which cannot be sent or "
+            "changed through ingest; choose a session id that does not start with 'ppr_' "
+            "and contain ':'",
+            field="session.id",
+        )
     agent_name = _optional_text(session.get("agent_name"), "session.agent_name")
     session_attributes = _attributes(session.get("attributes"), "session.attributes")
+    session_problem = _nesting_problem(session_attributes, "session attribute")
 
     raw_spans = payload.get("spans")
     if raw_spans is None:
@@ -89,7 +106,13 @@ def decode_native(payload: Mapping[str, Any]) -> DecodedBatch:
                 field=f"{path}.id",
             )
         first_index_of[record.span_id] = index
-        reason = record_unstorable_reason(record)
+        reason = None
+        if session_problem is not None:
+            reason = f"span {safe_label(record.name)} {session_problem}"
+        elif (problem := _nesting_problem(raw.get("attributes"), "attribute")) is not None:
+            reason = f"span {safe_label(record.name)} {problem}"
+        else:
+            reason = record_unstorable_reason(record)
         if reason is not None:
             rejections.append(Rejection(reason))
         else:
@@ -139,6 +162,16 @@ def _decode_span(
     )
 
 
+def _nesting_problem(attributes: object, source: str) -> str | None:
+    """Which attribute nests too deeply, and how, or None."""
+    if not isinstance(attributes, Mapping):
+        return None
+    for key, value in attributes.items():
+        if (reason := nesting_reason(value)) is not None:
+            return f"{source} {safe_label(key)} {reason}"
+    return None
+
+
 def _required_text(value: object, field: str) -> str:
     if not isinstance(value, str) or not value:
         raise Unprocessable(f"{field} must be a non-empty string", field=field)
@@ -177,7 +210,7 @@ def _status(value: object, field: str) -> str | None:
 
 
 def _time(value: object, field: str) -> datetime | None:
-    """ISO 8601 text or unix nanoseconds, as an aware UTC datetime.
+    """ISO 8601 text, unix nanoseconds or a datetime, as an aware UTC datetime.
 
     An ISO time without an offset is taken as UTC, the only zone a trace timestamp is ever
     implicitly in; 0 means unset, as in OTLP. Floats are refused: nanoseconds since 1970 do not
@@ -185,6 +218,13 @@ def _time(value: object, field: str) -> datetime | None:
     """
     if value is None:
         return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise Unprocessable(f"{field} is out of range", field=field) from None
     if isinstance(value, bool):
         raise Unprocessable(f"{field} must be ISO 8601 text or unix nanoseconds", field=field)
     if isinstance(value, int):

@@ -5,9 +5,15 @@ the router. Two kinds of failure are kept apart on purpose:
 
 - a body that cannot be decoded at all (corrupt protobuf, invalid JSON, an id that is not hex)
   raises `InvalidInput`, because nothing in it can be trusted;
-- a single span that is unusable (no trace id, text PostgreSQL cannot store) becomes a
-  `Rejection`, and the rest of the batch is kept, which is exactly what OTLP's partial success
-  exists for. Nothing is repaired silently: a span is stored as sent or refused with a reason.
+- a single span that is unusable (no trace id, text PostgreSQL cannot store, attributes nested
+  more than `MAX_NESTING` levels) becomes a `Rejection`, and the rest of the batch is kept, which
+  is exactly what OTLP's partial success exists for. Nothing is repaired silently: a span is
+  stored as sent or refused with a reason.
+
+Nesting is bounded twice. Our own limit (`MAX_NESTING` levels of arrays and key/value lists in an
+attribute) names the attribute. The parsers have limits of their own (upb's 100 message levels,
+`ParseDict`'s recursion depth): when a request trips one, it is decoded again span by span, so
+the span that is too deep is refused alone instead of failing the request.
 """
 
 from __future__ import annotations
@@ -18,18 +24,24 @@ import json as jsonlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from neens.domain.conventions import record_unstorable_reason, safe_label, unstorable_text_reason
+from neens.domain.conventions import (
+    MAX_NESTING,
+    record_unstorable_reason,
+    safe_label,
+    unstorable_text_reason,
+)
 from neens.errors import InvalidInput
 from neens.ingest.records import AttributeValue, DecodedBatch, Rejection, SpanRecord
 
@@ -72,6 +84,8 @@ def decode_protobuf(body: bytes) -> DecodedBatch:
     try:
         request.ParseFromString(body)
     except (DecodeError, RecursionError, ValueError) as exc:
+        if _TOO_DEEP in str(exc):
+            return _decode_protobuf_span_by_span(body, exc)
         raise InvalidInput(
             f"request body is not a valid OTLP ExportTraceServiceRequest protobuf: {exc}"
         ) from exc
@@ -106,26 +120,32 @@ def decode_json(body: bytes) -> DecodedBatch:
     rejections = _prepare_json_document(document, scan_surrogates=scan)
     request = ExportTraceServiceRequest()
     try:
-        json_format.ParseDict(document, request, ignore_unknown_fields=True)
-    except (json_format.ParseError, RecursionError, ValueError, TypeError) as exc:
-        raise InvalidInput(
-            f"request body is not a valid OTLP/JSON ExportTraceServiceRequest: "
-            f"{_encodable(str(exc))}"
-        ) from exc
+        _parse_dict(document, request, _JSON_REQUEST_DEPTH)
+    except json_format.ParseError as exc:
+        if not _is_too_deep(exc):
+            raise _invalid_json(exc) from exc
+        _drop_deep_json_spans(document, rejections)
+        request = ExportTraceServiceRequest()
+        try:
+            _parse_dict(document, request, _JSON_REQUEST_DEPTH)
+        except (json_format.ParseError, RecursionError, ValueError, TypeError) as retry:
+            raise _invalid_json(retry) from retry
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise _invalid_json(exc) from exc
     return _decode_request(request, rejections)
 
 
 def encode_response(rejected: int, message: str, *, json: bool) -> bytes:
     """The ExportTraceServiceResponse body, as protobuf or OTLP/JSON.
 
-    `partial_success` is set only when spans were rejected: OTLP reads an empty response as full
-    success, and a partial_success with zero rejections would be noise to every client. The
-    message is made encodable first (it may quote refused text).
+    `partial_success` is set only when there is something to say: spans were rejected, or (with
+    `rejected` 0) stored spans were flagged, which OTLP defines as a warning. An empty response
+    reads as full success. The message is made encodable first (it may quote refused text).
     """
     if rejected < 0:
         raise ValueError(f"rejected must be >= 0, got {rejected}")
     response = ExportTraceServiceResponse()
-    if rejected > 0:
+    if rejected > 0 or message:
         response.partial_success.rejected_spans = rejected
         response.partial_success.error_message = _encodable(message)
     if json:
@@ -134,19 +154,211 @@ def encode_response(rejected: int, message: str, *, json: bool) -> bytes:
     return response.SerializeToString()
 
 
-def rejections_message(rejections: Sequence[Rejection], *, limit: int = 5) -> str:
+def rejections_message(
+    rejections: Sequence[Rejection], flagged: Sequence[str] = (), *, limit: int = 5
+) -> str:
     """One human-readable line for `partial_success.error_message`.
 
-    The first `limit` reasons are quoted and the rest counted, so a batch of ten thousand bad
-    spans does not produce a megabyte of response.
+    Rejections first, then the dubious values that were stored but flagged. The first `limit`
+    of each are quoted and the rest counted, so a batch of ten thousand bad spans does not
+    produce a megabyte of response.
     """
-    if not rejections:
-        return ""
-    shown = "; ".join(rejection.reason for rejection in rejections[:limit])
-    hidden = len(rejections) - limit
-    noun = "span" if len(rejections) == 1 else "spans"
+    parts = []
+    if rejections:
+        noun = "span" if len(rejections) == 1 else "spans"
+        reasons = [rejection.reason for rejection in rejections]
+        parts.append(f"{len(rejections)} {noun} rejected: {_first(reasons, limit)}")
+    if flagged:
+        noun = "warning" if len(flagged) == 1 else "warnings"
+        parts.append(f"{len(flagged)} {noun} on stored spans: {_first(flagged, limit)}")
+    return "; ".join(parts)
+
+
+def _first(lines: Sequence[str], limit: int) -> str:
+    hidden = len(lines) - limit
     more = f"; and {hidden} more" if hidden > 0 else ""
-    return f"{len(rejections)} {noun} rejected: {shown}{more}"
+    return "; ".join(lines[:limit]) + more
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests deeper than a parser accepts: span by span
+# ---------------------------------------------------------------------------------------------
+
+_TOO_DEEP: Final = "MaxDepth"
+"""upb's DecodeError for nesting beyond its limit says "Exceeded upb_DecodeOptions_MaxDepth"."""
+_JSON_REQUEST_DEPTH: Final = 8 + 3 * (MAX_NESTING + 1)
+"""`ParseDict`'s message depth for a whole request: request, resource spans, scope spans,
+span, event, key/value, value, then three per nested key/value list, so an attribute one level
+deeper than `MAX_NESTING` still parses and is refused by name."""
+_JSON_SPAN_DEPTH: Final = _JSON_REQUEST_DEPTH - 3
+_DEEP_REASON: Final = (
+    f"nests attributes or events deeper than OTLP decoding allows (Neens keeps at most "
+    f"{MAX_NESTING} levels of arrays and key/value lists); flatten them or send them as JSON text"
+)
+
+
+def _parse_dict(document: dict[str, Any], message: Message, depth: int) -> None:
+    json_format.ParseDict(document, message, ignore_unknown_fields=True, max_recursion_depth=depth)
+
+
+def _is_too_deep(exc: json_format.ParseError) -> bool:
+    return "too deep" in str(exc)
+
+
+def _invalid_json(exc: Exception) -> InvalidInput:
+    return InvalidInput(
+        f"request body is not a valid OTLP/JSON ExportTraceServiceRequest: {_encodable(str(exc))}"
+    )
+
+
+def _json_too_deep(value: object, message: type[Message], depth: int) -> bool:
+    """Whether `value` is deeper than `ParseDict` accepts; any other problem is left for the
+    whole-request parse to report."""
+    if not isinstance(value, dict):
+        return False
+    try:
+        _parse_dict(value, message(), depth)
+    except json_format.ParseError as exc:
+        return _is_too_deep(exc)
+    except (RecursionError, ValueError, TypeError):
+        return False
+    return False
+
+
+def _drop_deep_json_spans(document: dict[str, Any], rejections: list[Rejection]) -> None:
+    """Take out (and reject) every span, scope or resource too deep for `ParseDict`."""
+    for _, resource_spans in _json_items(document, "resourceSpans", "resource_spans"):
+        deep_resource = _json_too_deep(
+            resource_spans.get("resource"), Resource, _JSON_REQUEST_DEPTH - 2
+        )
+        for _, group in _json_items(resource_spans, "scopeSpans", "scope_spans"):
+            deep_scope = deep_resource or _json_too_deep(
+                group.get("scope"), InstrumentationScope, _JSON_SPAN_DEPTH
+            )
+            for key, spans in _json_lists(group, "spans", "spans"):
+                kept = []
+                for span in spans:
+                    if isinstance(span, dict) and (
+                        deep_scope or _json_too_deep(span, Span, _JSON_SPAN_DEPTH)
+                    ):
+                        name = span.get("name")
+                        label = safe_label(name if isinstance(name, str) else "")
+                        where = (
+                            "its resource " if deep_resource else "its scope " if deep_scope else ""
+                        )
+                        rejections.append(Rejection(f"span {label} {where}{_DEEP_REASON}"))
+                    else:
+                        kept.append(span)
+                group[key] = kept
+            if deep_scope and not deep_resource:
+                group.pop("scope", None)
+        if deep_resource:
+            resource_spans.pop("resource", None)
+
+
+def _shallow_messages() -> tuple[type[Message], type[Message]]:
+    """Messages with the wire layout of ExportTraceServiceRequest down to its spans, and of a
+    span's name, that keep each span (resource, scope) as undecoded bytes.
+
+    Protobuf's wire format lets a length-delimited sub-message be read as `bytes`, so a request
+    whose one span nests too deeply can still be split into its spans, each then decoded (and
+    refused) on its own.
+    """
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="neens/shallow_otlp.proto", package="neens.shallow", syntax="proto3"
+    )
+    optional = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
+    repeated = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+    as_bytes = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+    as_string = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
+    as_message = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
+    shapes: list[tuple[str, list[tuple[str, int, int, int, str]]]] = [
+        (
+            "ScopeSpans",
+            [("scope", 1, optional, as_bytes, ""), ("spans", 2, repeated, as_bytes, "")],
+        ),
+        (
+            "ResourceSpans",
+            [
+                ("resource", 1, optional, as_bytes, ""),
+                ("scope_spans", 2, repeated, as_message, ".neens.shallow.ScopeSpans"),
+            ],
+        ),
+        (
+            "Request",
+            [("resource_spans", 1, repeated, as_message, ".neens.shallow.ResourceSpans")],
+        ),
+        ("SpanName", [("name", 5, optional, as_string, "")]),
+    ]
+    for name, fields in shapes:
+        message = proto.message_type.add(name=name)
+        for field_name, number, label, kind, type_name in fields:
+            field = message.field.add(name=field_name, number=number, label=label, type=kind)
+            if type_name:
+                field.type_name = type_name
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    classes = message_factory.GetMessages([proto], pool=pool)
+    return classes["neens.shallow.Request"], classes["neens.shallow.SpanName"]
+
+
+_ShallowRequest, _SpanName = _shallow_messages()
+_M = TypeVar("_M", bound=Message)
+
+
+def _decode_protobuf_span_by_span(body: bytes, original: Exception) -> DecodedBatch:
+    """Decode a request too deep for upb one span at a time; see the module docstring."""
+    shallow = _ShallowRequest()
+    try:
+        shallow.ParseFromString(body)
+    except DecodeError as exc:
+        raise InvalidInput(
+            f"request body is not a valid OTLP ExportTraceServiceRequest protobuf: {original}"
+        ) from exc
+    request = ExportTraceServiceRequest()
+    rejections: list[Rejection] = []
+    for shallow_resource in shallow.resource_spans:  # type: ignore[attr-defined]
+        resource = _parse_part(Resource, shallow_resource.resource)
+        target = request.resource_spans.add()
+        if resource is not None:
+            target.resource.CopyFrom(resource)
+        for shallow_scope in shallow_resource.scope_spans:
+            scope = _parse_part(InstrumentationScope, shallow_scope.scope)
+            group = target.scope_spans.add()
+            if scope is not None:
+                group.scope.CopyFrom(scope)
+            where = "its resource " if resource is None else "its scope " if scope is None else ""
+            for raw in shallow_scope.spans:
+                span = _parse_part(Span, raw) if not where else None
+                if span is None:
+                    label = safe_label(_span_name(raw))
+                    rejections.append(Rejection(f"span {label} {where}{_DEEP_REASON}"))
+                else:
+                    group.spans.append(span)
+    return _decode_request(request, rejections)
+
+
+def _parse_part(message: type[_M], raw: bytes) -> _M | None:
+    """`raw` decoded as `message`, or None when it is too deep; corrupt bytes are a 400."""
+    part = message()
+    try:
+        part.ParseFromString(raw)
+    except DecodeError as exc:
+        if _TOO_DEEP in str(exc):
+            return None
+        raise InvalidInput(
+            f"request body is not a valid OTLP ExportTraceServiceRequest protobuf: {exc}"
+        ) from exc
+    return part
+
+
+def _span_name(raw: bytes) -> str:
+    name = _SpanName()
+    try:
+        name.ParseFromString(raw)
+    except DecodeError:
+        return ""
+    return str(name.name)  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,7 +449,9 @@ def _rejection(span_name: str, reason: str) -> Rejection:
     return Rejection(f"span {safe_label(span_name)} {reason}")
 
 
-def _attributes(key_values: Iterable[KeyValue], source: str) -> dict[str, AttributeValue]:
+def _attributes(
+    key_values: Iterable[KeyValue], source: str, depth: int = 0
+) -> dict[str, AttributeValue]:
     """Key/value pairs as a dict; a repeated key keeps its last value, as OTel SDKs do."""
     result: dict[str, AttributeValue] = {}
     for key_value in key_values:
@@ -246,14 +460,17 @@ def _attributes(key_values: Iterable[KeyValue], source: str) -> dict[str, Attrib
                 f"has a {source} keyed by key_strindex, which only the profiles signal defines"
             )
         try:
-            result[key_value.key] = _any_value(key_value.value)
+            result[key_value.key] = _any_value(key_value.value, depth)
         except _Undecodable as exc:
             raise _Undecodable(f"{source} {safe_label(key_value.key)} {exc.reason}") from None
     return result
 
 
-def _any_value(value: AnyValue) -> AttributeValue:
-    """An AnyValue as plain Python: bytes become lower-case hex so every value is JSON-storable."""
+def _any_value(value: AnyValue, depth: int = 0) -> AttributeValue:
+    """An AnyValue as plain Python: bytes become lower-case hex so every value is JSON-storable.
+
+    `depth` counts the arrays and key/value lists around `value`; past `MAX_NESTING` the span
+    is refused (the recursion itself is bounded by the parsers' own depth limits)."""
     match value.WhichOneof("value"):
         case None:
             return None
@@ -268,11 +485,20 @@ def _any_value(value: AnyValue) -> AttributeValue:
         case "bytes_value":
             return value.bytes_value.hex()
         case "array_value":
-            return [_any_value(item) for item in value.array_value.values]
+            _check_depth(depth)
+            return [_any_value(item, depth + 1) for item in value.array_value.values]
         case "kvlist_value":
-            return _attributes(value.kvlist_value.values, "key")
+            _check_depth(depth)
+            return _attributes(value.kvlist_value.values, "key", depth + 1)
         case other:
             raise _Undecodable(f"uses {other}, which only the profiles signal defines")
+
+
+def _check_depth(depth: int) -> None:
+    if depth >= MAX_NESTING:
+        raise _Undecodable(
+            f"is nested more than {MAX_NESTING} levels deep; flatten it or send it as JSON text"
+        )
 
 
 def _event(event: Span.Event, index: int) -> dict[str, Any]:

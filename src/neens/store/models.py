@@ -163,6 +163,8 @@ class TraceSession(Base):
     eval_run_id: Mapped[str | None] = mapped_column(String(200), default=None)
     dataset_item_id: Mapped[str | None] = mapped_column(String(200), default=None)
     version_label: Mapped[str | None] = mapped_column(String(500), default=None)
+    warnings: Mapped[list[Any]] = mapped_column(default=list)
+    """Dubious values flagged in the session: `[{"code", "message"}]`, re-derived with it."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -15,11 +15,11 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, Table, bindparam, func, select, update
 
-from neens.domain.conventions import SpanView, span_view
+from neens.domain.conventions import Flag, SpanView, safe_label, span_view
 from neens.domain.pricing import PriceBook
 from neens.domain.sessions import SessionSummary, summarize_session
 from neens.errors import NotFound
-from neens.ingest.records import SpanRecord
+from neens.ingest.records import Rejection, SpanRecord
 from neens.store.db import Database, dialect_insert
 from neens.store.models import Span, TraceSession
 from neens.store.pricing import price_book
@@ -108,6 +108,7 @@ def _summary_values(summary: SessionSummary) -> dict[str, Any]:
         "eval_run_id": summary.eval_run_id,
         "dataset_item_id": summary.dataset_item_id,
         "version_label": summary.version_label,
+        "warnings": [{"code": flag.code, "message": flag.message} for flag in summary.warnings],
         "updated_at": utcnow(),
     }
 
@@ -149,6 +150,7 @@ _SUMMARY_COLUMNS = (
     "eval_run_id",
     "dataset_item_id",
     "version_label",
+    "warnings",
     "updated_at",
 )
 """The keys of `_summary_values`, which the UPDATE below binds by name."""
@@ -237,16 +239,26 @@ class SpanBatch:
     source: str
 
 
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What one batch's write did: the sessions it touched, and the dubious values it held."""
+
+    summaries: dict[str, SessionSummary]
+    """Trace id → the session's summary after the write."""
+    flagged: list[str] = field(default_factory=list)
+    """One line per flag on a span of this batch (`span 'chat': attribute ... is the text`)."""
+    rejected: list[Rejection] = field(default_factory=list)
+    """Spans the database refused; filled by the ingest writer when it writes trace by trace."""
+
+
 async def write_spans(
     db: Database, project_id: str, spans: list[SpanRecord], *, source: str
 ) -> dict[str, SessionSummary]:
     """Store one request's spans; see `write_span_batches`."""
-    return (await write_span_batches(db, [SpanBatch(project_id, spans, source)]))[0]
+    return (await write_span_batches(db, [SpanBatch(project_id, spans, source)]))[0].summaries
 
 
-async def write_span_batches(
-    db: Database, batches: list[SpanBatch]
-) -> list[dict[str, SessionSummary]]:
+async def write_span_batches(db: Database, batches: list[SpanBatch]) -> list[WriteResult]:
     """Store the spans of several requests in one transaction and derive their sessions.
 
     A span already stored is kept as first received. A trace seen for the first time gets its
@@ -263,11 +275,14 @@ async def write_span_batches(
     in sorted order, so two writers touching the same traces cannot deadlock. Statements are per
     batch, not per trace: two when every trace is new (sessions, spans), five at most (plus the
     upsert, the read and the update). Returns, per batch, the summaries of the sessions it
-    touched.
+    touched and the flags found on its spans.
     """
     traces: dict[tuple[str, str], _Trace] = {}
     span_rows: list[tuple[tuple[str, str], SpanRecord, str | None]] = []
+    flagged: list[list[str]] = []
     for b in batches:
+        lines: list[str] = []
+        flagged.append(lines)
         for r in b.spans:
             key = (b.project_id, r.trace_id)
             trace = traces.get(key)
@@ -276,8 +291,10 @@ async def write_span_batches(
             view = span_view(r)
             trace.add(r, view)
             span_rows.append((key, r, view.model))
+            if view.flags:
+                lines.extend(f"span {safe_label(r.name)}: {f.message}" for f in view.flags)
     if not traces:
-        return [{} for _ in batches]
+        return [WriteResult({}) for _ in batches]
     keys = sorted(traces)
     books: dict[str, PriceBook] = {}
     summaries: dict[tuple[str, str], SessionSummary] = {}
@@ -293,7 +310,10 @@ async def write_span_batches(
         summaries.update(_store(conn, keys, traces, span_rows, summaries, books))
 
     await db.run_write(store, prepare=summarize)
-    return [{r.trace_id: summaries[(b.project_id, r.trace_id)] for r in b.spans} for b in batches]
+    return [
+        WriteResult({r.trace_id: summaries[(b.project_id, r.trace_id)] for r in b.spans}, lines)
+        for b, lines in zip(batches, flagged, strict=True)
+    ]
 
 
 def _store(
@@ -351,6 +371,7 @@ def _store(
                     "status": "ok",
                     "models": [],
                     "unpriced": [],
+                    "warnings": [],
                     "created_at": now,
                     "updated_at": now,
                 }
@@ -413,6 +434,7 @@ def _summary_from_row(row: TraceSession) -> SessionSummary:
         eval_run_id=row.eval_run_id,
         dataset_item_id=row.dataset_item_id,
         version_label=row.version_label,
+        warnings=tuple(Flag(w["code"], w["message"]) for w in row.warnings or ()),
     )
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
 from fastapi import APIRouter, Query
-from pydantic import AwareDatetime
+from pydantic import AwareDatetime, BeforeValidator
 
 from neens.api.deps import AnyKey, DbDep, SpanWriterDep, WorkerDep
 from neens.api.schemas.sessions import (
@@ -13,13 +17,21 @@ from neens.api.schemas.sessions import (
     SessionList,
     SessionOut,
     SpanOut,
+    WarningOut,
 )
-from neens.domain.conventions import span_view
+from neens.domain.conventions import Flag, span_view
 from neens.domain.pricing import PriceBook, span_cost
-from neens.domain.span_tree import SpanNode, span_tree
+from neens.domain.span_tree import (
+    NESTED_LEVELS,
+    SpanNode,
+    parent_cycle_members,
+    span_tree,
+    walk,
+)
 from neens.engine.ingest import ingest_spans
 from neens.errors import Unprocessable
 from neens.ingest.native import decode_native
+from neens.ingest.records import SpanRecord
 from neens.store import pricing
 from neens.store.sessions import (
     SessionFilter,
@@ -54,18 +66,33 @@ def session_out(stored: StoredSession) -> SessionOut:
         eval_run_id=s.eval_run_id,
         dataset_item_id=s.dataset_item_id,
         version_label=s.version_label,
+        warnings=[_warning(flag) for flag in s.warnings],
         created_at=stored.created_at,
         updated_at=stored.updated_at,
     )
 
 
-def _span_out(node: SpanNode, book: PriceBook) -> SpanOut:
+def _warning(flag: Flag) -> WarningOut:
+    return WarningOut(code=flag.code, message=flag.message)
+
+
+def _span_out(node: SpanNode, book: PriceBook, on_cycle: bool) -> SpanOut:
+    """One span without its children (the caller places them)."""
     r = node.record
     view = span_view(r)
     cost = span_cost(view, book) if view.kind == "llm" else None
     duration = (
         (r.end_time - r.start_time).total_seconds() * 1000 if r.start_time and r.end_time else None
     )
+    flags = list(view.flags)
+    if on_cycle:
+        flags.append(
+            Flag(
+                "parent_cycle", "this span is its own ancestor through parent ids; shown as a root"
+            )
+        )
+    if cost is not None and cost.overflow and cost.unpriced_reason is not None:
+        flags.append(Flag("cost_overflow", cost.unpriced_reason))
     return SpanOut(
         span_id=r.span_id,
         parent_span_id=r.parent_span_id,
@@ -86,8 +113,39 @@ def _span_out(node: SpanNode, book: PriceBook) -> SpanOut:
         attributes=r.attributes,
         resource_attributes=r.resource_attributes,
         events=r.events,
-        children=[_span_out(child, book) for child in node.children],
+        warnings=[_warning(flag) for flag in flags],
+        children=[],
     )
+
+
+def span_tree_out(records: list[SpanRecord], book: PriceBook) -> list[SpanOut]:
+    """The span tree as the API shows it, built without recursion and nested at most
+    `NESTED_LEVELS` deep (see there): a span deeper than that joins its ancestor's
+    descendants at the last nested level."""
+    on_cycle = parent_cycle_members(records)
+    roots: list[SpanOut] = []
+    holder: dict[int, SpanOut] = {}
+    """id(node) → the SpanOut whose `children` receive that node's children."""
+    for node, parent, depth in walk(span_tree(records)):
+        out = _span_out(node, book, node.record.span_id in on_cycle)
+        if parent is None:
+            roots.append(out)
+        else:
+            holder[id(parent)].children.append(out)
+        holder[id(node)] = out if depth < NESTED_LEVELS else holder[id(parent)]
+    return roots
+
+
+def _native_payload(body: NativeSessionIn) -> dict[str, Any]:
+    """The validated body as the decoder reads it (only the fields sent), without serialising
+    it again: pydantic refuses to serialise values nested past its own depth limit, and the
+    decoder must see them to refuse those spans one by one."""
+    return {
+        "session": {name: getattr(body.session, name) for name in body.session.model_fields_set},
+        "spans": [
+            {name: getattr(span, name) for name in span.model_fields_set} for span in body.spans
+        ],
+    }
 
 
 @router.post("", operation_id="sessions-ingest")
@@ -96,15 +154,53 @@ async def ingest_session(
 ) -> IngestResult:
     """Store a session in the native JSON format. Sending the same session id again merges the
     new spans into it; a span id already stored is kept as first received."""
-    batch = decode_native(body.model_dump(mode="json", exclude_unset=True))
-    if batch.spans and await ingest_spans(writer, principal.project_id, batch.spans, "native"):
-        worker.notify()
+    batch = decode_native(_native_payload(body))
+    flagged: list[str] = []
+    rejections = list(batch.rejections)
+    if batch.spans:
+        ingested = await ingest_spans(writer, principal.project_id, batch.spans, "native")
+        if ingested.queued:
+            worker.notify()
+        flagged = ingested.flagged
+        rejections += ingested.rejected
     return IngestResult(
         session_id=body.session.id,
-        accepted_spans=len(batch.spans),
-        rejected_spans=len(batch.rejections),
-        rejections=[r.reason for r in batch.rejections],
+        accepted_spans=len(batch.spans) + len(batch.rejections) - len(rejections),
+        rejected_spans=len(rejections),
+        rejections=[r.reason for r in rejections],
+        warnings=flagged,
     )
+
+
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _iso_text(value: Any) -> Any:
+    """Only ISO 8601 text: pydantic would also read `0.5` as a Unix time, which the documented
+    (and published) format is not."""
+    if isinstance(value, str) and not _ISO_DATE.match(value):
+        raise ValueError("must be an ISO 8601 instant with an offset, e.g. 2026-11-30T08:00:00Z")
+    return value
+
+
+Instant = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+
+_MAX_CURSOR_DIGITS = 18
+"""Cursors are row keys; 18 digits keep any value within a signed 64-bit integer."""
+
+
+def _utc(value: datetime | None, field: str) -> datetime | None:
+    """An instant filter in UTC; one whose UTC form falls outside years 1–9999 is a 422."""
+    if value is None:
+        return None
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise Unprocessable(
+            f"{field} is out of range once converted to UTC; give an instant between years 1 "
+            "and 9999",
+            field=field,
+        ) from None
 
 
 @router.get("", operation_id="sessions-list")
@@ -112,21 +208,26 @@ async def get_sessions(
     principal: AnyKey,
     db: DbDep,
     agent_name: str | None = Query(default=None, description="Only this agent's sessions."),
-    start: AwareDatetime | None = Query(
+    start: Instant | None = Query(
         default=None, description="Sessions that started at or after this instant (ISO 8601)."
     ),
-    end: AwareDatetime | None = Query(
+    end: Instant | None = Query(
         default=None, description="Sessions that started before this instant (ISO 8601)."
     ),
     eval_run_id: str | None = Query(default=None, description="Only traces of this run."),
     limit: int = Query(default=50, ge=1, le=500, description="Sessions per page."),
-    cursor: str | None = Query(default=None, description="`nextCursor` of the previous page."),
+    cursor: str | None = Query(
+        default=None,
+        pattern=r"^[0-9]{1,18}$",
+        description="`nextCursor` of the previous page.",
+    ),
 ) -> SessionList:
     before: int | None = None
     if cursor is not None:
-        if not cursor.isdigit():
+        if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > _MAX_CURSOR_DIGITS:
             raise Unprocessable("cursor must be a nextCursor value from this route", field="cursor")
         before = int(cursor)
+    start, end = _utc(start, "start"), _utc(end, "end")
     if start is not None and end is not None and end <= start:
         raise Unprocessable("end must be after start", field="end")
     page, next_cursor = await list_sessions(
@@ -149,5 +250,5 @@ async def get_one_session(session_id: str, principal: AnyKey, db: DbDep) -> Sess
     book = PriceBook(await pricing.list_prices(db, principal.project_id))
     return SessionDetail(
         **session_out(stored).model_dump(),
-        spans=[_span_out(node, book) for node in span_tree(stored.spans)],
+        spans=span_tree_out(stored.spans, book),
     )

@@ -1,7 +1,8 @@
 """`POST /v1/traces`: the OTLP/HTTP trace receiver (protobuf and JSON, gzip accepted).
 
 Spans are acknowledged only once they are committed: a 200 means every span not counted in
-`partialSuccess.rejectedSpans` is durable.
+`partialSuccess.rejectedSpans` is durable. Dubious values in stored spans are reported in
+`partialSuccess.errorMessage` too, with `rejectedSpans` unchanged (OTLP's warning).
 """
 
 from __future__ import annotations
@@ -48,12 +49,18 @@ async def export_traces(request: Request, ingest: IngestDep) -> Response:
     body = await read_body(request, ingest.settings.max_request_bytes)
     is_json = content_type == JSON
     batch = decode_json(body) if is_json else decode_protobuf(body)
-    if batch.spans and await ingest_spans(
-        ingest.writer, ingest.principal.project_id, batch.spans, "otlp"
-    ):
-        ingest.worker.notify()
-    message = rejections_message(batch.rejections)
+    flagged: list[str] = []
+    rejections = list(batch.rejections)
+    if batch.spans:
+        ingested = await ingest_spans(
+            ingest.writer, ingest.principal.project_id, batch.spans, "otlp"
+        )
+        if ingested.queued:
+            ingest.worker.notify()
+        flagged = ingested.flagged
+        rejections += ingested.rejected
+    message = rejections_message(rejections, flagged)
     return Response(
-        encode_response(len(batch.rejections), message, json=is_json),
+        encode_response(len(rejections), message, json=is_json),
         media_type=content_type,
     )

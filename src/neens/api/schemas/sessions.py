@@ -20,6 +20,20 @@ def _unix_nanos(value: Any) -> Any:
     return value
 
 
+def _not_text(value: Any) -> Any:
+    """Refuse text and booleans before pydantic's lax int would turn "120" or true into a count."""
+    if isinstance(value, str | bool):
+        raise ValueError("must be a JSON integer, not text or a boolean")
+    return value
+
+
+MAX_NATIVE_TOKENS = 2**53
+"""The largest native token count: far beyond any real call, exactly representable as a JSON
+number by every client (a bound of 2^63 - 1 would be rounded up in the published schema)."""
+
+TokenCount = Annotated[int, Field(ge=0, le=MAX_NATIVE_TOKENS), BeforeValidator(_not_text)]
+"""A token count: a JSON integer (an integral number such as 120.0 is accepted as 120)."""
+
 SpanTime = Annotated[AwareDatetime, BeforeValidator(_unix_nanos)]
 """ISO 8601 with an offset, or Unix nanoseconds. A time without an offset is refused rather
 than assumed to be UTC."""
@@ -39,7 +53,7 @@ class NativeSpan(RequestBody):
     """The span's id, unique within the session."""
     parent_id: StorableStr | None = Field(default=None, max_length=256)
     """The parent span's id; omit for the root."""
-    name: StorableStr
+    name: StorableStr = Field(min_length=1)
     """What the step was, e.g. `agent.run` or `lookup_order`."""
     kind: StorableStr | None = Field(default=None, max_length=50)
     """agent, llm, tool, chain, retriever, embedding, …"""
@@ -57,10 +71,10 @@ class NativeSpan(RequestBody):
     """Why the step failed."""
     model: StorableStr | None = Field(default=None, max_length=500)
     """The model an llm step called."""
-    input_tokens: int | None = Field(default=None, ge=0)
-    """Prompt tokens an llm step used."""
-    output_tokens: int | None = Field(default=None, ge=0)
-    """Completion tokens an llm step used."""
+    input_tokens: TokenCount | None = None
+    """Prompt tokens an llm step used: a JSON integer (text such as "120" is refused)."""
+    output_tokens: TokenCount | None = None
+    """Completion tokens an llm step used: a JSON integer (text such as "120" is refused)."""
     attributes: StorableJson = Field(default_factory=dict)
     """Any other attributes; OpenInference and GenAI names are understood."""
 
@@ -77,6 +91,17 @@ class IngestResult(ResponseBody):
     accepted_spans: int = Field(description="Spans stored (including ones already stored).")
     rejected_spans: int = Field(description="Spans refused; see `rejections`.")
     rejections: list[str] = Field(description="Why each refused span was refused.")
+    warnings: list[str] = Field(
+        description="Dubious values in the stored spans (stored, but flagged), one per line."
+    )
+
+
+class WarningOut(ResponseBody):
+    code: str = Field(
+        description="token_count_text, token_count_invalid, token_sum_overflow, "
+        "end_before_start, parent_cycle, value_too_long or cost_overflow."
+    )
+    message: str = Field(description="What was odd, naming the field, and what Neens did.")
 
 
 class SessionOut(ResponseBody):
@@ -94,7 +119,10 @@ class SessionOut(ResponseBody):
     cost_usd: float | None = Field(
         description="Model cost in USD; null when any LLM span is unpriced (never 0 for unknown)."
     )
-    cost_status: str = Field(description='"priced", "unpriced" or "no_llm_calls".')
+    cost_status: str = Field(
+        description='"priced", "unpriced", "cost_overflow" (too large to represent) or '
+        '"no_llm_calls".'
+    )
     unpriced_models: list[str] = Field(description="What made the cost unknown, by model.")
     status: str = Field(description='"error" when any span failed, else "ok".')
     started_at: datetime | None = Field(description="Earliest span start (UTC).")
@@ -102,6 +130,9 @@ class SessionOut(ResponseBody):
     eval_run_id: str | None = Field(description="`neens.eval_run_id` on the trace, if any.")
     dataset_item_id: str | None = Field(description="`neens.dataset_item_id`, if any.")
     version_label: str | None = Field(description="`neens.version_label`, if any.")
+    warnings: list[WarningOut] = Field(
+        description="Dubious values in the session's spans, one per kind; empty when none."
+    )
     created_at: datetime = Field(description="When the first span arrived.")
     updated_at: datetime = Field(description="When the last span arrived.")
 
@@ -131,7 +162,11 @@ class SpanOut(ResponseBody):
     attributes: dict[str, Any] = Field(description="Every attribute, resource ones included.")
     resource_attributes: dict[str, Any] = Field(description="The resource's own attributes.")
     events: list[dict[str, Any]] = Field(description="Span events.")
-    children: list[SpanOut] = Field(description="Child spans by start time.")
+    warnings: list[WarningOut] = Field(description="Dubious values in this span.")
+    children: list[SpanOut] = Field(
+        description="Child spans by start time; a span at the 64th level lists all its "
+        "descendants here, depth first."
+    )
 
 
 class SessionDetail(SessionOut):
