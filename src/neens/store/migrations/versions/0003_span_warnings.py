@@ -1,7 +1,7 @@
 """Session warnings: the dubious values (token counts sent as text, ends before starts, parent
 cycles, totals or costs too large to represent) flagged in each session.
 
-Revision ID: 0003i
+Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-30 14:30:00.000000
 """
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0003i"
+revision: str = "0003"
 down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
