@@ -1,7 +1,8 @@
 """Reading raw request bodies under the documented size cap, gzip included.
 
-The cap (`NEENS_MAX_REQUEST_BYTES`) applies to the decompressed size, so a small gzip bomb is
-refused with 413 instead of being inflated into memory.
+The cap (`NEENS_MAX_REQUEST_BYTES`) applies to the bytes received on every route
+(`neens.api.middleware.BodyLimitMiddleware`) and, here, to the decompressed size too, so a small
+gzip bomb is refused with 413 instead of being inflated into memory.
 """
 
 from __future__ import annotations
@@ -13,23 +14,24 @@ from fastapi import Request
 from neens.errors import InvalidInput, PayloadTooLarge, UnsupportedMediaType
 
 
-def _too_large(cap: int) -> PayloadTooLarge:
+def too_large(cap: int) -> PayloadTooLarge:
+    """The 413 for any body over the cap, on any route."""
     return PayloadTooLarge(
         f"request body is over the {cap}-byte limit (NEENS_MAX_REQUEST_BYTES); "
-        "send fewer spans per request"
+        "split it into smaller requests (fewer spans, sessions or items per request)"
     )
 
 
 async def read_body(request: Request, cap: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > cap:
-        raise _too_large(cap)
+        raise too_large(cap)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > cap:
-            raise _too_large(cap)
+            raise too_large(cap)
         chunks.append(chunk)
     body = b"".join(chunks)
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
@@ -48,12 +50,43 @@ def gunzip(body: bytes, cap: int) -> bytes:
     try:
         out = inflater.decompress(body, cap + 1)
         if len(out) > cap or inflater.unconsumed_tail:
-            raise _too_large(cap)
+            raise too_large(cap)
         out += inflater.flush()
     except zlib.error as exc:
         raise InvalidInput(f"body is not valid gzip: {exc}", field="Content-Encoding") from exc
     if not inflater.eof:
         raise InvalidInput("gzip body is truncated", field="Content-Encoding")
     if len(out) > cap:
-        raise _too_large(cap)
+        raise too_large(cap)
     return out
+
+
+def _is_json_media_type(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+async def require_json_content_type(request: Request) -> None:
+    """On routes that take a JSON body, a non-empty body of another type is a 415.
+
+    Without it FastAPI would hand the raw bytes to validation and answer a puzzling 422
+    ("Input should be a valid dictionary"). Routes that read their own body (`/v1/traces`)
+    declare no body field and are left alone.
+    """
+    route = request.scope.get("route")
+    if getattr(route, "body_field", None) is None:
+        return
+    content_type = request.headers.get("content-type")
+    if _is_json_media_type(content_type or ""):
+        return
+    length = request.headers.get("content-length")
+    if length == "0" or (length is None and "transfer-encoding" not in request.headers):
+        return  # no body: validation names the missing fields
+    raise UnsupportedMediaType(
+        f"this route reads JSON, not {content_type!r}; send Content-Type: application/json"
+        if content_type
+        else "this route reads JSON; send Content-Type: application/json",
+        field="Content-Type",
+    )
