@@ -312,3 +312,23 @@ async def test_the_api_reference_page_loads_its_assets_from_the_server_itself(
             assert asset.status_code == 200 and len(asset.content) > 10_000, src
         for href in html.split('href="')[1:]:
             assert href.startswith("/"), f"{page} links {href[:60]} from another host"
+
+
+async def test_an_unknown_query_parameter_is_a_422_naming_it(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    r = await client.get("/sessions", params={"agent": "refund-agent"}, headers=auth(ingest_key))
+    assert r.status_code == 422
+    error = r.json()["error"]
+    assert error["field"] == "agent"
+    assert "agent_name" in error["message"]
+    r = await client.get("/sessions", params={"agent_name": "x"}, headers=auth(ingest_key))
+    assert r.status_code == 200
+
+
+async def test_a_single_value_query_parameter_given_twice_is_a_422(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    r = await client.get("/datasets?name=a&name=b", headers=auth(ingest_key))
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == "name"

@@ -14,8 +14,8 @@ from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 
 from neens import __version__
-from neens.api.body import require_json_content_type
 from neens.api.errors import install_error_handlers
+from neens.api.guards import require_json_content_type, require_known_query_parameters
 from neens.api.middleware import (
     BodyLimitMiddleware,
     ErrorEnvelopeMiddleware,
@@ -110,7 +110,10 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
         version=__version__,
         summary="Which version of your LLM agent is safe to ship, and which model to run it on.",
         lifespan=lifespan,
-        dependencies=[Depends(require_json_content_type)],
+        dependencies=[
+            Depends(require_known_query_parameters),
+            Depends(require_json_content_type),
+        ],
     )
     app.state.settings = settings
     install_error_handlers(app)

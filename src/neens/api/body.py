@@ -59,34 +59,3 @@ def gunzip(body: bytes, cap: int) -> bytes:
     if len(out) > cap:
         raise too_large(cap)
     return out
-
-
-def _is_json_media_type(content_type: str) -> bool:
-    media = content_type.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (
-        media.startswith("application/") and media.endswith("+json")
-    )
-
-
-async def require_json_content_type(request: Request) -> None:
-    """On routes that take a JSON body, a non-empty body of another type is a 415.
-
-    Without it FastAPI would hand the raw bytes to validation and answer a puzzling 422
-    ("Input should be a valid dictionary"). Routes that read their own body (`/v1/traces`)
-    declare no body field and are left alone.
-    """
-    route = request.scope.get("route")
-    if getattr(route, "body_field", None) is None:
-        return
-    content_type = request.headers.get("content-type")
-    if _is_json_media_type(content_type or ""):
-        return
-    length = request.headers.get("content-length")
-    if length == "0" or (length is None and "transfer-encoding" not in request.headers):
-        return  # no body: validation names the missing fields
-    raise UnsupportedMediaType(
-        f"this route reads JSON, not {content_type!r}; send Content-Type: application/json"
-        if content_type
-        else "this route reads JSON; send Content-Type: application/json",
-        field="Content-Type",
-    )
