@@ -38,8 +38,12 @@ from tests.support.live import serve_in_thread
 
 EXAMPLES_PER_OPERATION = 25
 
+SEED = int(os.environ.get("NEENS_FUZZ_SEED", "7"))
+"""Fixed so `make test` is a stable gate; set NEENS_FUZZ_SEED to explore other examples."""
+
 CONFIG = SchemathesisConfig.from_dict(
     {
+        "seed": SEED,
         "checks": {
             "positive_data_acceptance": {
                 "expected-statuses": ["2xx", "401", "403", "404", "409", "422"]
@@ -155,9 +159,13 @@ def test_no_operation_answers_a_server_error_or_breaks_its_schema(
 ) -> None:
     if case.operation.label in KNOWN_FAILURES:
         request.node.add_marker(pytest.mark.xfail(reason=KNOWN_FAILURES[case.operation.label]))
-    if case.meta is None or not case.meta.is_negative_at(ParameterLocation.PATH):
+    if case.meta is None or not case.meta.generation.mode.is_negative:
         for name in case.path_parameters:
             if name in target.ids:
                 case.path_parameters[name] = target.ids[name]
+    if case.meta is not None and case.meta.is_negative_at(ParameterLocation.HEADER):
+        # The example drops or breaks a header on purpose (the key among them): send it as is.
+        case.call_and_validate(base_url=target.url, timeout=30)
+        return
     case.call_and_validate(base_url=target.url, headers=target.admin, timeout=30)
     case.call_and_validate(base_url=target.url, headers=target.ingest, timeout=30)

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from neens.api.app import create_app
 from neens.api.deps import get_db
@@ -332,3 +333,58 @@ async def test_a_single_value_query_parameter_given_twice_is_a_422(
     r = await client.get("/datasets?name=a&name=b", headers=auth(ingest_key))
     assert r.status_code == 422
     assert r.json()["error"]["field"] == "name"
+
+
+async def test_a_body_with_hundreds_of_problems_answers_a_bounded_list(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    h = auth(ingest_key)
+    ds = (await client.post("/datasets", json={"name": "d"}, headers=h)).json()["id"]
+    items = [{"input": i} for i in range(500)]
+    r = await client.post(f"/datasets/{ds}/versions", json={"items": items}, headers=h)
+    assert r.status_code == 422
+    error = r.json()["error"]
+    assert len(error["errors"]) == 100
+    assert error["errors"][99]["field"] == "items[99].input"
+    assert "and 490 more problems (100 of 500 listed in errors)" in error["message"]
+    assert len(r.content) < 20_000
+
+
+@pytest.mark.parametrize("dialect", ["postgresql"])
+async def test_a_nul_character_that_reaches_postgresql_is_a_422_not_a_500(
+    settings: Settings, db: Database, ingest_key: CreatedKey
+) -> None:
+    """An id looked up with a NUL in it: SQLite finds nothing, PostgreSQL refuses the text."""
+    app = create_app(settings, database=db)
+
+    async def lookup_with_nul() -> Database:
+        async with db.read() as s:
+            await s.execute(text("SELECT :v"), {"v": "ds_\x00"})
+        return db
+
+    app.dependency_overrides[get_db] = lookup_with_nul
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
+            r = await c.get("/datasets", headers=auth(ingest_key))
+    assert r.status_code == 422, r.text
+    assert "NUL" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("dialect", ["postgresql"])
+async def test_a_nul_character_in_a_json_key_that_reaches_postgresql_is_a_422(
+    settings: Settings, db: Database, ingest_key: CreatedKey
+) -> None:
+    app = create_app(settings, database=db)
+
+    async def json_with_nul() -> Database:
+        async with db.read() as s:
+            await s.execute(text("SELECT CAST(:v AS jsonb)"), {"v": '{"a\\u0000": 1}'})
+        return db
+
+    app.dependency_overrides[get_db] = json_with_nul
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
+            r = await c.get("/datasets", headers=auth(ingest_key))
+    assert r.status_code == 422, r.text

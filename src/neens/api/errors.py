@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -73,6 +74,11 @@ class ErrorEnvelope(BaseModel):
     """The one shape of every error answer."""
 
     error: ErrorDetail = Field(description="The error: its code, its message and what is at fault.")
+
+
+MAX_PROBLEMS_IN_MESSAGE = 10
+"""A message names this many problems; `errors` lists up to `MAX_LISTED_PROBLEMS`."""
+MAX_LISTED_PROBLEMS = 100
 
 
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
@@ -184,10 +190,15 @@ def validation_error_body(
             else "the request body is empty: send a JSON object"
         )
         return 422, error_body(HTTP_CODES[422], message, required[0] if required else "body")
-    problems = [_problem(err, exc.body) for err in errors]
-    body = error_body(
-        HTTP_CODES[422], "; ".join(message for _, message in problems), problems[0][0] or None
-    )
+    problems = [_problem(err, exc.body) for err in errors[:MAX_LISTED_PROBLEMS]]
+    message = "; ".join(message for _, message in problems[:MAX_PROBLEMS_IN_MESSAGE])
+    if len(errors) > MAX_PROBLEMS_IN_MESSAGE:
+        listed = min(len(errors), MAX_LISTED_PROBLEMS)
+        message += (
+            f"; and {len(errors) - MAX_PROBLEMS_IN_MESSAGE} more problems "
+            f"({listed} of {len(errors)} listed in errors)"
+        )
+    body = error_body(HTTP_CODES[422], message, problems[0][0] or None)
     if len(problems) > 1:
         body["error"]["errors"] = [
             {"field": field or None, "message": message} for field, message in problems
@@ -222,6 +233,22 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         status, body = validation_error_body(request, exc)
         return JSONResponse(body, status_code=status)
+
+    @app.exception_handler(DataError)
+    async def _unstorable_text(_: Request, exc: DataError) -> JSONResponse:
+        """PostgreSQL refuses a NUL character in any text or JSON it is given, even to compare.
+
+        Fields Neens stores refuse NUL when validated; this catches the rest (an id the request
+        only looked something up by, which SQLite would simply not find, or a JSON key).
+        """
+        reason = str(exc.orig)
+        if "NUL (0x00)" not in reason and "\\u0000 cannot be converted" not in reason:
+            raise exc
+        message = (
+            "a text value in this request holds a NUL character (\\u0000), which no value "
+            "stored in Neens can contain; remove it"
+        )
+        return JSONResponse(error_body(HTTP_CODES[422], message), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
