@@ -6,10 +6,12 @@ The database is seeded with one resource of each kind, and schema-valid path par
 pointed at them, so updates and reads reach real rows instead of stopping at 404. The server runs
 without job workers: nothing fuzzed is ever called (agent, judge and sink URLs stay untouched).
 A bounded number of examples per operation keeps the run well under two minutes per database;
-the examples are derandomized so a failure reproduces. Every schemathesis check runs; the one that
-sends schema-valid requests expects 2xx/401/403/404/409 and also accepts 422, because a body can
-satisfy the schema and still break a rule no schema states (a dataset without a golden version,
-a judge whose type has no such field) — the 422 then names the rule.
+the examples come from a fixed seed so a failure reproduces (set NEENS_FUZZ_SEED to try others).
+
+Every schemathesis check runs; the one that sends schema-valid requests expects
+2xx/401/403/404/409 and also accepts 422, because a body can satisfy the schema and still break
+a rule no schema states (a dataset without a golden version, a judge whose type has no such
+field) — the 422 then names the rule.
 """
 
 from __future__ import annotations
