@@ -35,7 +35,7 @@ from neens.api.openapi_dump import openapi_document
 from neens.settings import Settings
 from neens.store.db import Database
 from neens.store.keys import create_key
-from tests.conftest import _pg_admin, _pg_url_for
+from tests.conftest import TEST_SECRET_KEY, _pg_admin, _pg_url_for
 from tests.support.live import serve_in_thread
 
 EXAMPLES_PER_OPERATION = 25
@@ -54,14 +54,6 @@ CONFIG = SchemathesisConfig.from_dict(
     }
 )
 schema = schemathesis.openapi.from_dict(openapi_document(), config=CONFIG)
-
-# Known failures fixed elsewhere; each entry is one operation, removed once its fix is merged.
-KNOWN_FAILURES = {
-    "PATCH /judges/{judge_id}": "a null for a non-nullable field answers 500 (roles/PATCH fix)",
-    "PATCH /agent-connections/{connection_id}": "a null for a non-nullable field answers 500 "
-    "(roles/PATCH fix)",
-    "GET /sessions": "start/end accept numbers the schema does not document (sessions fix)",
-}
 
 
 @dataclass(frozen=True)
@@ -134,7 +126,12 @@ def target(
             admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
         url = _pg_url_for(name)
     admin_key, ingest_key = asyncio.run(_keys(url))
-    settings = Settings(database_url=url, migrate_on_start=False, workers_in_process=False)
+    settings = Settings(
+        database_url=url,
+        migrate_on_start=False,
+        workers_in_process=False,
+        secret_keys=TEST_SECRET_KEY,
+    )
     admin = {"Authorization": f"Bearer {admin_key}"}
     try:
         with serve_in_thread(create_app(settings)) as server:
@@ -157,10 +154,8 @@ def target(
     suppress_health_check=list(HealthCheck),
 )
 def test_no_operation_answers_a_server_error_or_breaks_its_schema(
-    case: schemathesis.Case, target: Target, request: pytest.FixtureRequest
+    case: schemathesis.Case, target: Target
 ) -> None:
-    if case.operation.label in KNOWN_FAILURES:
-        request.node.add_marker(pytest.mark.xfail(reason=KNOWN_FAILURES[case.operation.label]))
     if case.meta is None or not case.meta.generation.mode.is_negative:
         for name in case.path_parameters:
             if name in target.ids:
