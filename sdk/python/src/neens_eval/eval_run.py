@@ -639,19 +639,31 @@ def _read_result(
 
 
 def _judge_names(client: Client, run: Mapping[str, Any]) -> dict[str, str | None]:
-    """The run's judges and the metric each produces (its name), for metric rules; None for a
-    judge whose name cannot be read (a key whose role may not read judges)."""
+    """For metric rules: the run's judges and the components of its composites (scored and
+    listed in `/metrics` too), each with its name, the metric it produces; None when the name
+    cannot be read (a key whose role may not read judges)."""
     names: dict[str, str | None] = {}
-    for judge_id in run.get("judgeDeploymentIds") or []:
-        judge_id = str(judge_id)
+    queue = [str(judge_id) for judge_id in run.get("judgeDeploymentIds") or []]
+    while queue:
+        judge_id = queue.pop(0)
+        if judge_id in names:
+            continue
         try:
             judge = client.get(f"/judges/{urllib.parse.quote(judge_id, safe='')}")
         except ApiError as exc:
             if exc.status >= 500:
                 raise
             judge = None
-        name = judge.get("name") if isinstance(judge, dict) else None
+        judge = judge if isinstance(judge, dict) else {}
+        name = judge.get("name")
         names[judge_id] = name if isinstance(name, str) else None
+        config = judge.get("config")
+        if judge.get("type") == "composite" and isinstance(config, dict):
+            queue.extend(
+                str(part["judgeId"])
+                for part in config.get("components") or []
+                if isinstance(part, dict) and part.get("judgeId")
+            )
     return names
 
 

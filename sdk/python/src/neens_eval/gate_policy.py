@@ -393,8 +393,9 @@ class RunData:
     comparison: Mapping[str, Any] | None
     metrics: Sequence[Mapping[str, Any]]
     judges: Mapping[str, str | None] = field(default_factory=dict)
-    """The run's judges (`judgeDeploymentIds`), each with its name (the metric it produces),
-    or None when the name could not be read."""
+    """The judges whose scores the run's `/metrics` can list (the run's `judgeDeploymentIds`
+    and the components of its composites), each with its name (the metric it produces), or
+    None when the name could not be read."""
 
     @property
     def evaluated(self) -> bool:

@@ -285,10 +285,8 @@ def write_summary(result: EvalResult, stream: TextIO) -> None:
     if verdict == "passed" and warned:
         count = len(warned)
         lines.append(
-            f"Gate passed: the {count} rule{'s' if count > 1 else ''} above marked FAIL or "
-            f"MISSING {'have' if count > 1 else 'has'} severity warn, so "
-            f"{'they are' if count > 1 else 'it is'} reported and do{'' if count > 1 else 'es'} "
-            f"not block:"
+            f"Gate passed, with {count} warning{'s' if count > 1 else ''} (a rule of severity "
+            f"warn that fails or is missing is reported and does not block):"
         )
         lines += [f"  - rule {rule.check.name}: {rule.reason}" for rule in warned]
     elif verdict == "passed":
