@@ -779,7 +779,7 @@ def _ci_blocks() -> list[Any]:
 
 
 def _as_in_ci(script: str, dataset: str) -> str:
-    return script.replace("ds_golden", dataset).replace("python -m myagent", " ".join(AGENT))
+    return script.replace("support-golden", dataset).replace("python -m myagent", " ".join(AGENT))
 
 
 def test_the_github_actions_step_of_docs_ci_works_as_written(neens: Neens) -> None:
