@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -352,7 +353,7 @@ def run_command(args: argparse.Namespace) -> int:
             run = _create_run(client, args, policy, runner_mode="runner", progress=progress)
             progress.log(
                 f"neens: created run {run['id']} ({run.get('itemCount')} items); "
-                f"{_follow_hint(run)}"
+                f"{_follow_hint(run, args.command)}"
             )
             return _drive(client, run, args, policy, progress)
         run = Poller(client, args.run_id).run()
@@ -957,8 +958,12 @@ def _run_count(run: Mapping[str, Any], key: str) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _follow_hint(run: Mapping[str, Any]) -> str:
+def _follow_hint(run: Mapping[str, Any], command: Sequence[str] = ()) -> str:
     """How to follow a run again from another shell, or after this command was stopped."""
+    if command:
+        return (
+            f"follow it again with `neens eval run --run-id {run['id']} -- {shlex.join(command)}`"
+        )
     return f"follow it again with `neens eval push --run-id {run['id']}`"
 
 
