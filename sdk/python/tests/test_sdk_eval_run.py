@@ -406,6 +406,20 @@ def test_a_create_that_got_no_answer_and_made_nothing_exits_3_without_sending_it
     assert agent.seen() == []
 
 
+def test_a_create_that_got_no_answer_from_a_server_that_stays_away_says_how_to_check(
+    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script(env)
+    env.reply("POST", "/preprod-evals", Reply(504))
+    env.reply("GET", "/preprod-evals", Reply(200, {"runs": []}), Reply(503))
+
+    assert create(agent) == 3
+    err = capsys.readouterr().err
+    assert "looking for the run it may have created failed too" in err
+    assert "GET /preprod-evals?dataset_id=ds_1" in err
+    assert [r.path for r in env.requests if r.method == "POST"] == ["/preprod-evals"]
+
+
 def test_dataset_takes_a_name_and_a_name_nobody_pushed_is_a_usage_error(
     env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:

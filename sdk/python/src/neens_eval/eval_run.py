@@ -810,10 +810,18 @@ def _run_created_by(
         "it may have created (it is not sent twice)"
     )
     dataset_id = str(body["dataset_id"])
-    listing = _object(
-        client.get("/preprod-evals", {"dataset_id": dataset_id, "limit": RECENT_RUNS}),
-        "GET /preprod-evals",
-    )
+    try:
+        listing = _object(
+            client.get("/preprod-evals", {"dataset_id": dataset_id, "limit": RECENT_RUNS}),
+            "GET /preprod-evals",
+        )
+    except NeensClientError as exc:
+        raise Unreachable(
+            f"{error}; looking for the run it may have created failed too ({exc}): once Neens "
+            f"answers, list the dataset's runs (GET /preprod-evals?dataset_id={dataset_id}) and "
+            f"follow the run of {body['version_label']}, if there is one, with "
+            f"`neens eval push --run-id ID`"
+        ) from None
     before = set(known)
     new: list[dict[str, Any]] = []
     for row in listing.get("runs") or []:  # newest first: stop at the first run seen before
