@@ -59,6 +59,8 @@ class Neens:
     url: str
     key: str
     tmp: Path
+    admin_key: str = ""
+    """An admin key of the same project, for configuration (judges, agent connections)."""
     log: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -66,6 +68,10 @@ class Neens:
 
     def api(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.key}"})
+
+    def admin_api(self) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.admin_key}"}
+        return httpx.Client(base_url=self.url, headers=headers)
 
     def golden(self, golden: bool = True) -> str:
         """A dataset of the three prompts the agent knows, its one version golden."""
@@ -149,8 +155,8 @@ class Neens:
 
 
 @pytest.fixture
-def neens(live_server: LiveServer, key: CreatedKey, tmp_path: Path) -> Neens:
-    return Neens(live_server.url, key.key, tmp_path)
+def neens(live_server: LiveServer, key: CreatedKey, admin_key: CreatedKey, tmp_path: Path) -> Neens:
+    return Neens(live_server.url, key.key, tmp_path, admin_key.key)
 
 
 def lines(*prompts: str) -> str:
@@ -593,7 +599,7 @@ def test_failures_and_scores_rules_block_or_warn_as_their_severity_says(neens: N
 
 def test_a_metric_rule_reads_the_judges_given_with_judge(neens: Neens) -> None:
     dataset = neens.golden()
-    with neens.api() as api:
+    with neens.admin_api() as api:
         judge = api.post(
             "/judges",
             json={"name": "mentions-days", "type": "managed", "check": "regex",
@@ -747,7 +753,7 @@ def test_a_bad_policy_is_a_usage_error_naming_the_rule_and_creates_no_run(
 
 def test_push_creates_a_run_neens_drives_and_exits_with_its_gate(neens: Neens) -> None:
     dataset = neens.golden()
-    with agent_server(ANSWERS) as agents, neens.api() as api:
+    with agent_server(ANSWERS) as agents, neens.admin_api() as api:
         connection = api.post(
             "/agent-connections",
             json={"name": "support", "url": agents.url("/neens"), "requestFormat": "neens"},
