@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, HttpUrl, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, HttpUrl, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
@@ -28,11 +28,11 @@ def _check_path(value: str | None) -> str | None:
     return value
 
 
-def refuse_null(value: object, info: ValidationInfo) -> object:
+def refuse_null(value: object) -> object:
     """A PATCH field that may be left out but not set to null: the stored value cannot be
     empty, and a null that slipped through would break every later read."""
     if value is None:
-        raise ValueError(f"{info.field_name} cannot be null; leave it out to keep its value")
+        raise ValueError("cannot be null; leave it out to keep its value")
     return value
 
 
