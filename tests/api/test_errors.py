@@ -144,6 +144,17 @@ async def test_an_empty_body_names_the_required_fields(
     assert "empty" in error["message"] and "name" in error["message"]
 
 
+@pytest.mark.parametrize("body", [b"null", b"[1, 2]", b'"text"', b"42"])
+async def test_a_body_that_is_not_an_object_says_so(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, body: bytes
+) -> None:
+    r = await client.post(
+        "/sessions", content=body, headers={**auth(ingest_key), "Content-Type": "application/json"}
+    )
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["message"] == "request body must be a JSON object"
+
+
 async def test_malformed_json_is_reported_by_line_and_column(
     client: httpx.AsyncClient, ingest_key: CreatedKey
 ) -> None:

@@ -126,6 +126,8 @@ def _validation_message(err: dict[str, Any], path: str) -> str:
         return f"{path} is required"
     if kind == "extra_forbidden":
         return f"{path} is not a known field"
+    if not path and kind in ("model_attributes_type", "model_type", "dict_type"):
+        return "request body must be a JSON object"
     ctx = err.get("ctx")
     if kind == "value_error" and isinstance(ctx, dict) and "error" in ctx:
         message = str(ctx["error"])  # our own validators' words, without pydantic's prefix
