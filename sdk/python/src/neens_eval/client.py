@@ -358,3 +358,20 @@ def _describe(error: BaseException) -> str:
         return "timed out"
     text = str(error) or type(error).__name__
     return " ".join(text.split())
+
+
+def unexpected(what: str, expected: str) -> ApiError:
+    """The error for an answer that is not what Neens answers: most likely the wrong server."""
+    return ApiError(
+        200,
+        "unexpected_response",
+        f"unexpected answer to {what}: expected {expected}; check that NEENS_BASE_URL points "
+        f"at a Neens server and that neens-eval is up to date (pip install -U neens-eval)",
+    )
+
+
+def expect_object(answer: Any, what: str) -> dict[str, Any]:
+    """`answer` when it is a JSON object, else the `unexpected` error naming `what`."""
+    if not isinstance(answer, dict):
+        raise unexpected(what, "a JSON object")
+    return answer

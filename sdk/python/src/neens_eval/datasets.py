@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from neens_eval.client import Client, RetryNotice
+from neens_eval.client import Client, RetryNotice, unexpected
 from neens_eval.errors import ApiError, ConfigError
 
 if TYPE_CHECKING:
@@ -240,7 +240,7 @@ def _find_or_create_dataset(client: Client, name: str) -> tuple[dict[str, Any], 
             raise
         return found, False
     if not isinstance(created, dict):
-        _unexpected("POST /datasets", "a dataset object")
+        raise unexpected("POST /datasets", "a dataset object")
     return created, True
 
 
@@ -257,17 +257,8 @@ def _field(document: Any, key: str, kind: type[T], what: str) -> T:
     value = document.get(key) if isinstance(document, dict) else None
     # bool is a subclass of int, but a count or a number is never true/false.
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        _unexpected(what, f"{key!r} as {kind.__name__}")
+        raise unexpected(what, f"{key!r} as {kind.__name__}")
     return value
-
-
-def _unexpected(what: str, expected: str) -> NoReturn:
-    raise ApiError(
-        200,
-        "unexpected_response",
-        f"unexpected answer to {what}: expected {expected}; check that NEENS_BASE_URL points "
-        f"at a Neens server and that neens-eval is up to date (pip install -U neens-eval)",
-    )
 
 
 def _fail(where: str, problem: str) -> NoReturn:

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TextIO
 
-from neens_eval.client import Client
-from neens_eval.errors import ApiError
+from neens_eval.client import Client, expect_object, unexpected
 
 TERMINAL: Final = frozenset({"completed", "completed_with_regressions", "failed", "cancelled"})
 LOG_EVERY_S: Final = 10.0
@@ -111,15 +110,15 @@ class Poller:
         self.last_seen: LastSeen | None = None
 
     def run(self) -> dict[str, Any]:
-        run = _object(self.client.get(self.path), f"GET {self.path}")
+        run = expect_object(self.client.get(self.path), f"GET {self.path}")
         self.last_seen = LastSeen(datetime.now(UTC), run)
         return run
 
     def items(self) -> list[dict[str, Any]]:
-        answer = _object(self.client.get(f"{self.path}/items"), f"GET {self.path}/items")
+        answer = expect_object(self.client.get(f"{self.path}/items"), f"GET {self.path}/items")
         items = answer.get("items")
         if not isinstance(items, list):
-            raise _unexpected(f"GET {self.path}/items", "an 'items' list")
+            raise unexpected(f"GET {self.path}/items", "an 'items' list")
         return [item for item in items if isinstance(item, dict)]
 
     def sleep(self) -> None:
@@ -177,18 +176,3 @@ def _failed_still_pending(poller: Poller, run: dict[str, Any], failed: Collectio
         return set()
     still = {str(item.get("item_id")) for item in poller.items() if item.get("status") == "pending"}
     return still if still and still <= set(failed) else set()
-
-
-def _object(answer: Any, what: str) -> dict[str, Any]:
-    if not isinstance(answer, dict):
-        raise _unexpected(what, "a JSON object")
-    return answer
-
-
-def _unexpected(what: str, expected: str) -> ApiError:
-    return ApiError(
-        200,
-        "unexpected_response",
-        f"unexpected answer to {what}: expected {expected}; check that NEENS_BASE_URL points "
-        f"at a Neens server and that neens-eval is up to date (pip install -U neens-eval)",
-    )
