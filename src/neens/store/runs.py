@@ -140,67 +140,9 @@ async def _golden_version(s: AsyncSession, dataset_id: str) -> str | None:
 async def create_run(db: Database, project_id: str, new: NewRun) -> str:
     """Validate references, freeze the item set and the connection's model; return the run id."""
     async with db.write() as s:
-        dataset = await s.scalar(
-            select(Dataset).where(Dataset.id == new.dataset_id, Dataset.project_id == project_id)
-        )
-        if dataset is None:
-            raise NotFound(f"no dataset {new.dataset_id!r} in this project", field="dataset_id")
-        version_id = new.dataset_version_id
-        if version_id is None:
-            version_id = await _golden_version(s, dataset.id)
-            if version_id is None:
-                raise Unprocessable(
-                    f"dataset {dataset.id} has no golden version: mark one golden "
-                    f"(POST /datasets/{dataset.id}/versions/<id>/golden) or pin "
-                    "dataset_version_id",
-                    field="dataset_id",
-                )
-        else:
-            exists = await s.scalar(
-                select(DatasetVersion.id).where(
-                    DatasetVersion.id == version_id, DatasetVersion.dataset_id == dataset.id
-                )
-            )
-            if exists is None:
-                raise NotFound(
-                    f"no version {version_id!r} in dataset {dataset.id}",
-                    field="dataset_version_id",
-                )
-
-        model: str | None = None
-        provider: str | None = None
-        if new.agent_connection_id is not None:
-            connection = await s.scalar(
-                select(AgentConnection).where(
-                    AgentConnection.id == new.agent_connection_id,
-                    AgentConnection.project_id == project_id,
-                )
-            )
-            if connection is None:
-                raise NotFound(
-                    f"no agent connection {new.agent_connection_id!r} in this project",
-                    field="agent_connection_id",
-                )
-            model, provider = connection.model, connection.provider
-
-        if new.baseline is not None and new.baseline.get("kind") == "preprod_run":
-            prior = await s.scalar(
-                select(PreprodRun).where(
-                    PreprodRun.id == new.baseline["value"], PreprodRun.project_id == project_id
-                )
-            )
-            if prior is None:
-                raise NotFound(
-                    f"no pre-prod run {new.baseline['value']!r} in this project",
-                    field="baseline.value",
-                )
-            if prior.dataset_version_id != version_id:
-                raise Unprocessable(
-                    f"baseline run {prior.id} replayed dataset version {prior.dataset_version_id}, "
-                    f"this run replays {version_id}: a baseline must use the same golden version",
-                    field="baseline.value",
-                )
-
+        dataset_id, version_id = await _replayed_version(s, project_id, new)
+        model, provider = await _connection_model(s, project_id, new.agent_connection_id)
+        await _check_baseline_run(s, project_id, new.baseline, version_id)
         judge_ids = await resolve_run_judges(s, project_id, new.judge_ids)
         run_id = new_id("ppr_")
         now = utcnow()
@@ -213,7 +155,7 @@ async def create_run(db: Database, project_id: str, new: NewRun) -> str:
                 id=run_id,
                 project_id=project_id,
                 name=new.name,
-                dataset_id=dataset.id,
+                dataset_id=dataset_id,
                 dataset_version_id=version_id,
                 version_label=new.version_label,
                 runner_mode=new.runner_mode,
@@ -230,24 +172,104 @@ async def create_run(db: Database, project_id: str, new: NewRun) -> str:
             )
         )
         await s.flush()
-        await s.execute(
-            insert(PreprodItem).from_select(
-                ["run_id", "item_id", "position", "input", "expected_output", "status"],
-                select(
-                    literal(run_id),
-                    DatasetItem.id,
-                    DatasetItem.position,
-                    DatasetItem.input,
-                    DatasetItem.expected_output,
-                    literal("pending"),
-                ).where(DatasetItem.version_id == version_id),
-            )
-        )
+        await _freeze_items(s, run_id, version_id)
         if pushing:
             await enqueue(
                 s, RUN_JOBS["push"], {"run_id": run_id}, dedupe_key=job_key("push", run_id)
             )
     return run_id
+
+
+async def _replayed_version(s: AsyncSession, project_id: str, new: NewRun) -> tuple[str, str]:
+    """(dataset id, version id) the run replays: the pinned version, else the golden one."""
+    dataset = await s.scalar(
+        select(Dataset).where(Dataset.id == new.dataset_id, Dataset.project_id == project_id)
+    )
+    if dataset is None:
+        raise NotFound(f"no dataset {new.dataset_id!r} in this project", field="dataset_id")
+    version_id = new.dataset_version_id
+    if version_id is None:
+        version_id = await _golden_version(s, dataset.id)
+        if version_id is None:
+            raise Unprocessable(
+                f"dataset {dataset.id} has no golden version: mark one golden "
+                f"(POST /datasets/{dataset.id}/versions/<id>/golden) or pin "
+                "dataset_version_id",
+                field="dataset_id",
+            )
+        return dataset.id, version_id
+    exists = await s.scalar(
+        select(DatasetVersion.id).where(
+            DatasetVersion.id == version_id, DatasetVersion.dataset_id == dataset.id
+        )
+    )
+    if exists is None:
+        raise NotFound(
+            f"no version {version_id!r} in dataset {dataset.id}",
+            field="dataset_version_id",
+        )
+    return dataset.id, version_id
+
+
+async def _connection_model(
+    s: AsyncSession, project_id: str, connection_id: str | None
+) -> tuple[str | None, str | None]:
+    """(model, provider) of the agent connection, frozen into the run; (None, None) without one."""
+    if connection_id is None:
+        return None, None
+    connection = await s.scalar(
+        select(AgentConnection).where(
+            AgentConnection.id == connection_id,
+            AgentConnection.project_id == project_id,
+        )
+    )
+    if connection is None:
+        raise NotFound(
+            f"no agent connection {connection_id!r} in this project",
+            field="agent_connection_id",
+        )
+    return connection.model, connection.provider
+
+
+async def _check_baseline_run(
+    s: AsyncSession, project_id: str, baseline: dict[str, Any] | None, version_id: str
+) -> None:
+    """A baseline run must exist in the project and have replayed the same dataset version."""
+    if baseline is None or baseline.get("kind") != "preprod_run":
+        return
+    prior = await s.scalar(
+        select(PreprodRun).where(
+            PreprodRun.id == baseline["value"], PreprodRun.project_id == project_id
+        )
+    )
+    if prior is None:
+        raise NotFound(
+            f"no pre-prod run {baseline['value']!r} in this project",
+            field="baseline.value",
+        )
+    if prior.dataset_version_id != version_id:
+        raise Unprocessable(
+            f"baseline run {prior.id} replayed dataset version {prior.dataset_version_id}, "
+            f"this run replays {version_id}: a baseline must use the same golden version",
+            field="baseline.value",
+        )
+
+
+async def _freeze_items(s: AsyncSession, run_id: str, version_id: str) -> None:
+    """Copy the version's items into the run, all pending, so later edits do not change it."""
+    await s.execute(
+        insert(PreprodItem).from_select(
+            ["run_id", "item_id", "position", "input", "expected_output", "status"],
+            select(
+                literal(run_id),
+                DatasetItem.id,
+                DatasetItem.position,
+                DatasetItem.input,
+                DatasetItem.expected_output,
+                literal("pending"),
+            ).where(DatasetItem.version_id == version_id),
+        )
+    )
 
 
 def _run_query(project_id: str) -> Any:
