@@ -506,8 +506,16 @@ def _priced_notes(cand: CohortStats, base: CohortStats) -> str:
 # --- numbers ------------------------------------------------------------------------------------
 
 
+REL_TOLERANCE: Final = 1e-9
+ABS_TOLERANCE: Final = 1e-12
+"""A value within this of its threshold (relative, or absolute near 0) meets it, so float rounding
+(0.1 + 0.2 against 0.3) never flips a verdict, while a real difference, however small a cost,
+still counts. The SDK's client-side rules use the same two numbers; the shared table
+tests/shared/gate_cases.json holds both sides to them."""
+
+
 def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return math.isclose(a, b, rel_tol=REL_TOLERANCE, abs_tol=ABS_TOLERANCE)
 
 
 def _above(value: float, limit: float) -> bool:

@@ -15,7 +15,10 @@ an optional `severity`: `block` (the default) fails the gate, `warn` is only rep
 
 Honesty rules, the same as the server's:
 - A rule whose data is missing (an unpriced cost, a metric nothing was scored on) is `skipped`,
-  never `pass`; a skipped rule does not change the exit code, and its reason says why.
+  never `pass`; a skipped rule does not change the exit code, and its reason says why. A change
+  in % against a baseline of 0 is undefined, so it is `skipped` too, even when the candidate is 0.
+- A value equal to its threshold within float rounding (`REL_TOLERANCE`, `ABS_TOLERANCE`) meets
+  it. tests/shared/gate_cases.json holds the cases the server's gate and these rules share.
 - A metric rule naming a metric that no judge of the run produces (a misspelt name, a judge the
   run was not created with) is `missing`, naming the metrics the run has: at `block` it fails
   the gate like a failed rule, at `warn` it is reported. A gate must not pass on a metric that
@@ -67,7 +70,11 @@ _UNITS: Final[Mapping[str, str]] = {
     "cost.max_delta_usd": " USD",
     "latency.max_avg_ms": " ms",
 }
-_TOLERANCE: Final = 1e-9
+REL_TOLERANCE: Final = 1e-9
+ABS_TOLERANCE: Final = 1e-12
+"""A value within this of its threshold (relative, or absolute near 0) meets it: float rounding
+(0.1 + 0.2 against 0.3) never flips a verdict. The server's gate uses the same two numbers, and
+the shared table tests/shared/gate_cases.json holds both sides to them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,9 +478,7 @@ def _observe(check: Check, data: RunData) -> tuple[float | None, str]:
         return None, f"baseline {what} unknown: {_why_unknown(check.dimension, baseline)}"
     if check.budget == "max_delta_usd":
         return cand - base, ""
-    if base == 0:
-        if cand == 0:
-            return 0.0, ""
+    if base == 0:  # even when the candidate is 0 too: "0% more than nothing" is no measurement
         return None, f"the baseline {what} is 0, so a percentage change is undefined"
     return (cand - base) / base * 100.0, ""
 
@@ -603,7 +608,7 @@ def _plain(number: float) -> str:
 
 
 def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=_TOLERANCE, abs_tol=_TOLERANCE)
+    return math.isclose(a, b, rel_tol=REL_TOLERANCE, abs_tol=ABS_TOLERANCE)
 
 
 # --- small helpers --------------------------------------------------------------------------------
