@@ -31,6 +31,7 @@ from neens.domain.preprod import (
     is_new_pass,
     is_regression,
 )
+from neens.domain.stats import mean, proportion
 from neens.errors import Unprocessable
 
 __all__ = [
@@ -262,8 +263,8 @@ def run_summary(items: Iterable[ItemOutcome]) -> RunSummary:
         failed=failed,
         regressions=sum(1 for item in items if is_regression(item)),
         new_passes=sum(1 for item in items if is_new_pass(item)),
-        pass_rate=passed / (passed + failed) if passed + failed else None,
-        avg_score=math.fsum(scores) / len(scores) if scores else None,
+        pass_rate=proportion(passed, passed + failed),
+        avg_score=mean(scores),
     )
 
 
@@ -607,8 +608,8 @@ def metrics_rollup(scores: Iterable[JudgeScore]) -> list[MetricRow]:
             MetricRow(
                 metric=verdicts[0].judge_name,
                 judge_id=judge_id,
-                avg_score=math.fsum(values) / len(values) if values else None,
-                pass_rate=passes.count(True) / len(passes) if passes else None,
+                avg_score=mean(values),
+                pass_rate=proportion(passes.count(True), len(passes)),
                 sessions_scored=len(scored),
                 sessions_unscored=len(verdicts) - len(scored),
             )

@@ -13,10 +13,11 @@ badly. A pending or captured item has no verdict yet (None): it is neither a pas
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
+
+from neens.domain.stats import mean
 
 __all__ = [
     "CohortStats",
@@ -106,11 +107,11 @@ def cohort_stats(
         )
     priced = [cost for cost in costs if cost is not None]
     return CohortStats(
-        avg_cost_usd=_mean(priced),
+        avg_cost_usd=mean(priced),
         priced_sessions=len(priced),
         sessions=len(costs),
-        avg_latency_ms=_mean(latency for latency in latencies if latency is not None),
-        avg_step_count=_mean(float(count) for count in steps if count is not None),
+        avg_latency_ms=mean(latency for latency in latencies if latency is not None),
+        avg_step_count=mean(float(count) for count in steps if count is not None),
     )
 
 
@@ -146,8 +147,3 @@ def is_regression(item: ItemOutcome) -> bool:
 def is_new_pass(item: ItemOutcome) -> bool:
     """The baseline failed this prompt and the candidate passed it: an item the candidate fixed."""
     return item.baseline_passed is False and candidate_verdict(item) is True
-
-
-def _mean(values: Iterable[float]) -> float | None:
-    known = list(values)
-    return math.fsum(known) / len(known) if known else None

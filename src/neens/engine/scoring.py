@@ -18,7 +18,6 @@ import logging
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from statistics import fmean
 from typing import Any
 
 from sqlalchemy import delete, select, update
@@ -26,6 +25,7 @@ from sqlalchemy.exc import OperationalError
 
 from neens.domain.judges import JudgeCase, Verdict, passes
 from neens.domain.preprod import ItemOutcome, candidate_verdict, cohort_stats
+from neens.domain.stats import mean
 from neens.engine.batching import batch_writer
 from neens.engine.judging import CaseJudge, outbound_of
 from neens.queue.worker import JobContext
@@ -149,11 +149,10 @@ async def _store_item(s: Any, run: PreprodRun, names: dict[str, str], judged: _J
         )
         for judge_id, verdict in judged.verdicts.items()
     )
-    scored = [v.score for _, v in judged.top if v.score is not None]
+    item_score = mean(v.score for _, v in judged.top if v.score is not None)
     values: dict[str, Any] = {"scored_at": utcnow()}
-    if scored:
-        mean = fmean(scored)
-        values.update(status="scored", score=mean, passed=passes(mean), error=None)
+    if item_score is not None:
+        values.update(status="scored", score=item_score, passed=passes(item_score), error=None)
     else:
         reasons = "; ".join(f"{names.get(j, j)}: {v.reason}" for j, v in judged.top)
         values.update(
