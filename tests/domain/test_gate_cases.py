@@ -15,7 +15,8 @@ import pytest
 
 from neens.domain import gate
 from neens.domain.gate import CostPolicy, GatePolicy, evaluate_gate
-from neens.domain.preprod import CohortStats, ItemOutcome
+from neens.domain.preprod import CohortStats
+from tests.domain.test_gate import item
 
 TABLE = json.loads((Path(__file__).parents[1] / "shared" / "gate_cases.json").read_text())
 
@@ -32,22 +33,7 @@ def cohort(raw: dict[str, Any] | None) -> CohortStats | None:
     )
 
 
-SCORED = ItemOutcome(
-    item_id="i1",
-    position=0,
-    input="prompt",
-    expected_output=None,
-    status="scored",
-    score=0.9,
-    passed=True,
-    baseline_passed=None,
-    error=None,
-    output="answer",
-    cost_usd=None,
-    latency_ms=None,
-    step_count=None,
-    session_id="s1",
-)
+SCORED = item("i1")
 
 
 def test_the_gate_rounds_with_the_tolerance_of_the_shared_table() -> None:
