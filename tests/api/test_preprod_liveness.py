@@ -18,7 +18,7 @@ from neens.settings import Settings
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from neens.store.models import Job, PreprodRun
-from neens.store.runs import reconcile_runs
+from neens.store.run_liveness import reconcile_runs
 from neens.store.types import utcnow
 from tests.support.agents import agent_server
 from tests.support.preprod import (

@@ -14,13 +14,8 @@ from neens.engine.scoring import score_run
 from neens.queue.worker import GiveUp, Handler, JobContext, Worker
 from neens.settings import Settings
 from neens.store.db import Database
-from neens.store.runs import (
-    RECONCILE_EVERY_S,
-    RunJob,
-    fail_run,
-    gave_up_reason,
-    reconcile_runs,
-)
+from neens.store.run_liveness import fail_run, gave_up_reason, reconcile_runs
+from neens.store.runs import RECONCILE_EVERY_S, RunJob
 
 HANDLERS: dict[str, Handler] = {
     "preprod.push": run_push,

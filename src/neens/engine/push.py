@@ -31,7 +31,8 @@ from neens.queue.worker import JobContext
 from neens.secrets import SecretKeyError
 from neens.store.db import Database
 from neens.store.models import AgentConnection, PreprodItem, PreprodRun, TraceSession
-from neens.store.runs import dispatch_scoring_once, fail_run, mark_item_error, refusal
+from neens.store.run_liveness import fail_run
+from neens.store.runs import dispatch_scoring_once, mark_item_error, refusal
 from neens.store.sessions import write_spans
 from neens.store.types import utcnow
 

@@ -7,7 +7,7 @@ State machine of a job row::
        ├──fail (retry)───┤──fail (attempts used up)──▶ failed
        ├──release────────┤   (the worker stopped: SIGTERM; the attempt does not count)
        └──lease expired──┘   (the worker died: the next claim by another worker takes it)
-    done / failed ──requeue──▶ queued   (a run left without a live job, see store.runs)
+    done / failed ──requeue──▶ queued   (a run left without a live job, see store.run_liveness)
 
 Why each rule:
 - Enqueue happens in the same transaction as the state change that calls for the job, so a

@@ -5,9 +5,8 @@ connection's model and provider, the judge set, the baseline and the gate — an
 them, so a run means the same thing after the dataset or the connection is edited.
 
 A `running` run always has a live job working on it (its push job while items are pending in
-push mode, then its scoring job), except a runner-mode run waiting for traces. A job that fails
-for good fails its run (`fail_run`), and `reconcile_runs`, swept by every worker, re-queues or
-fails any run found without one, so no run stays `running` for ever.
+push mode, then its scoring job), except a runner-mode run waiting for traces; keeping it so is
+`neens.store.run_liveness`.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from sqlalchemy import func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.errors import Conflict, NotFound, Unprocessable
-from neens.queue.jobs import LIVE, MAX_ATTEMPTS, enqueue, requeue
+from neens.queue.jobs import LIVE, MAX_ATTEMPTS, enqueue
 from neens.store.db import Database
 from neens.store.ids import new_id
 from neens.store.judges import resolve_run_judges
@@ -276,7 +275,7 @@ def _run_query(project_id: str) -> Any:
     return select(PreprodRun).where(PreprodRun.project_id == project_id)
 
 
-async def _counts(s: AsyncSession, run_ids: list[str]) -> dict[str, dict[str, int]]:
+async def status_counts(s: AsyncSession, run_ids: list[str]) -> dict[str, dict[str, int]]:
     rows = await s.execute(
         select(PreprodItem.run_id, PreprodItem.status, func.count())
         .where(PreprodItem.run_id.in_(run_ids))
@@ -315,7 +314,7 @@ def _info(row: PreprodRun, counts: dict[str, int], jobs: dict[str, Job]) -> RunI
     )
 
 
-async def _jobs(s: AsyncSession, run_ids: list[str]) -> dict[str, Job]:
+async def jobs_of(s: AsyncSession, run_ids: list[str]) -> dict[str, Job]:
     """The runs' push and scoring jobs, by dedupe key."""
     keys = [job_key(job, run_id) for run_id in run_ids for job in RUN_JOBS]
     if not keys:
@@ -370,7 +369,7 @@ def _waiting(
             name,
             job.run_after,
             f"the {name} job failed on attempt {job.attempts} of {MAX_ATTEMPTS} "
-            f"({_last_line(job.last_error)}); it is retried in {_ago(job.run_after, now)}",
+            f"({last_line(job.last_error)}); it is retried in {_ago(job.run_after, now)}",
         )
     return Waiting(
         "worker",
@@ -385,7 +384,7 @@ def _ago(later: datetime, earlier: datetime) -> str:
     return f"{max(0.0, (later - earlier).total_seconds()):.0f} s"
 
 
-def _last_line(error: str | None) -> str:
+def last_line(error: str | None) -> str:
     lines = [line.strip() for line in (error or "").splitlines() if line.strip()]
     return lines[-1][:300] if lines else "no error recorded"
 
@@ -395,7 +394,7 @@ async def get_run(db: Database, project_id: str, run_id: str) -> RunInfo:
         row = await s.scalar(_run_query(project_id).where(PreprodRun.id == run_id))
         if row is None:
             raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
-        return _info(row, (await _counts(s, [row.id]))[row.id], await _jobs(s, [row.id]))
+        return _info(row, (await status_counts(s, [row.id]))[row.id], await jobs_of(s, [row.id]))
 
 
 async def list_runs(
@@ -407,8 +406,8 @@ async def list_runs(
     async with db.read() as s:
         rows = list(await s.scalars(query.limit(limit)))
         ids = [r.id for r in rows]
-        counts = await _counts(s, ids)
-        jobs = await _jobs(s, [r.id for r in rows if r.status not in TERMINAL])
+        counts = await status_counts(s, ids)
+        jobs = await jobs_of(s, [r.id for r in rows if r.status not in TERMINAL])
         return [_info(r, counts[r.id], jobs) for r in rows]
 
 
@@ -460,100 +459,6 @@ async def mark_item_error(s: AsyncSession, run_id: str, item_id: str, error: str
         .where(PreprodItem.run_id == run_id, PreprodItem.item_id == item_id)
         .values(status="error", error=storable_text(error))
     )
-
-
-async def fail_run(db: Database, run_id: str, error: str) -> bool:
-    """End a `running` run as `failed` with `error`; False when it had ended already."""
-    async with db.write() as s:
-        result = await s.execute(
-            update(PreprodRun)
-            .where(PreprodRun.id == run_id, PreprodRun.status == "running")
-            .values(status="failed", error=storable_text(error), completed_at=utcnow())
-        )
-        return getattr(result, "rowcount", 0) == 1
-
-
-def gave_up_reason(job: RunJob, error: str) -> str:
-    return (
-        f"Neens could not finish this run: its {job} job failed {MAX_ATTEMPTS} times "
-        f"(last error: {error}); the worker's log has the details"
-    )
-
-
-async def reconcile_runs(db: Database) -> list[str]:
-    """Give every `running` run without a live job one, or fail it with the reason.
-
-    A run needs its push job while items are pending (push mode), then its scoring job. Such a
-    job can be missing only when something went wrong between the steps (a worker died after a
-    job failed for good but before it failed the run; a job row was lost). Runner-mode runs with
-    pending items wait for traces, not for a job, and are left alone. Returns what was done, one
-    line per run, for the log.
-    """
-    async with db.read() as s:
-        running = dict(
-            (
-                await s.execute(
-                    select(PreprodRun.id, PreprodRun.runner_mode).where(
-                        PreprodRun.status == "running"
-                    )
-                )
-            ).all()
-        )
-    done: list[str] = []
-    ids = list(running)
-    for start in range(0, len(ids), 200):
-        chunk = ids[start : start + 200]
-        async with db.read() as s:
-            counts = await _counts(s, chunk)
-            jobs = await _jobs(s, chunk)
-        for run_id in chunk:
-            if any(
-                (job := jobs.get(job_key(name, run_id))) is not None and job.status in LIVE
-                for name in RUN_JOBS
-            ):
-                continue
-            if counts[run_id]["pending"] and running[run_id] != "push":
-                continue
-            action = await _reconcile_run(db, run_id)
-            if action is not None:
-                log.warning("run %s had no live job: %s", run_id, action)
-                done.append(f"{run_id}: {action}")
-    return done
-
-
-async def _reconcile_run(db: Database, run_id: str) -> str | None:
-    """`reconcile_runs` for one run, re-checked under the run's row lock."""
-    async with db.write() as s:
-        run = await s.scalar(select(PreprodRun).where(PreprodRun.id == run_id).with_for_update())
-        if run is None or run.status != "running":
-            return None
-        jobs = await _jobs(s, [run_id])
-        by_name = {name: jobs.get(job_key(name, run_id)) for name in RUN_JOBS}
-        if any(job is not None and job.status in LIVE for job in by_name.values()):
-            return None
-        for name, job in by_name.items():
-            if job is not None and job.status == "failed":
-                run.status = "failed"
-                run.error = storable_text(gave_up_reason(name, _last_line(job.last_error)))
-                run.completed_at = utcnow()
-                return f"failed, its {name} job had failed for good"
-        pending = await s.scalar(
-            select(func.count()).where(
-                PreprodItem.run_id == run_id, PreprodItem.status == "pending"
-            )
-        )
-        if pending:
-            if run.runner_mode != "push":
-                return None
-            await requeue(
-                s, RUN_JOBS["push"], {"run_id": run_id}, dedupe_key=job_key("push", run_id)
-            )
-            return f"push job queued again for {pending} pending items"
-        run.scoring_dispatched_at = run.scoring_dispatched_at or utcnow()
-        await requeue(
-            s, RUN_JOBS["scoring"], {"run_id": run_id}, dedupe_key=job_key("scoring", run_id)
-        )
-        return "scoring job queued again"
 
 
 async def dispatch_scoring_once(s: AsyncSession, run_id: str) -> bool:
