@@ -1,5 +1,9 @@
 """A pre-prod run's gate: the policy a user declares, and the pass/fail verdict CI blocks on.
 
+(Somewhat over 500 lines on purpose: the policy, the verdict and the sentences that explain it
+are one contract, GET /preprod-evals/{id}/gate, whose wording follows the parsed policy and the
+rounding rules at the end; split apart, each half would only make sense with the other open.)
+
 The gate never reports green before the candidate was evaluated. A run that is awaiting traces,
 running, failed or cancelled, or that finished with no scored item, fails outright with that
 reason, and only then are the thresholds checked. Otherwise an empty gate, or a still-running
@@ -10,9 +14,9 @@ Unpriced is never free: a cost rule that cannot be computed (no priced candidate
 baseline, no priced baseline session) is reported as `skipped` with the reason, never as `pass`,
 and a cost delta is never computed against a baseline that has no price.
 
-`run_summary` and `metrics_rollup` are here too because the gate is computed from the former
-and sits next to the latter on the run page; the item-level verdict rule they all share lives in
-`neens.domain.preprod`.
+`run_summary` is here too because the gate is computed from it; the per-metric rollup shown
+next to the gate lives in `neens.domain.metrics` (re-exported here), and the item-level verdict
+rule they all share in `neens.domain.preprod`.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final, Literal, get_args
 
+from neens.domain.metrics import JudgeScore, MetricRow, metrics_rollup
 from neens.domain.preprod import (
     CohortStats,
     ItemOutcome,
@@ -550,68 +555,3 @@ def _shown(value: float, threshold: float) -> str:
 
 def _signed(text: str) -> str:
     return text if text.startswith("-") or text == "0" else f"+{text}"
-
-
-# --- the per-metric rollup ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeScore:
-    """One judge's verdict on one captured session of a run (the newest, if re-scored)."""
-
-    judge_id: str
-    judge_name: str
-    session_id: str
-    score: float | None
-    passed: bool | None
-    unscored: bool
-    """The judge could not score the session (it errored or abstained)."""
-
-
-@dataclass(frozen=True, slots=True)
-class MetricRow:
-    """One row of GET /preprod-evals/{id}/metrics."""
-
-    metric: str
-    """The judge's name."""
-    judge_id: str
-    avg_score: float | None
-    """Over scored sessions that carry a score; None when there is none."""
-    pass_rate: float | None
-    """Over scored sessions that carry a verdict; None when there is none."""
-    sessions_scored: int
-    sessions_unscored: int
-
-
-def metrics_rollup(scores: Iterable[JudgeScore]) -> list[MetricRow]:
-    """One row per judge, sorted by metric name (then judge id); [] for no scores.
-
-    Unscored verdicts are counted in `sessions_unscored` and kept out of every average, so a
-    judge that failed to run is not read as a judge that gave 0. The caller passes one verdict
-    per (judge, session): a duplicate would count a session twice, so it is refused.
-    """
-    by_judge: dict[str, list[JudgeScore]] = {}
-    seen: set[tuple[str, str]] = set()
-    for score in scores:
-        key = (score.judge_id, score.session_id)
-        if key in seen:
-            raise ValueError(f"judge {score.judge_id!r} scored session {score.session_id!r} twice")
-        seen.add(key)
-        by_judge.setdefault(score.judge_id, []).append(score)
-
-    rows = []
-    for judge_id, verdicts in by_judge.items():
-        scored = [verdict for verdict in verdicts if not verdict.unscored]
-        values = [verdict.score for verdict in scored if verdict.score is not None]
-        passes = [verdict.passed for verdict in scored if verdict.passed is not None]
-        rows.append(
-            MetricRow(
-                metric=verdicts[0].judge_name,
-                judge_id=judge_id,
-                avg_score=mean(values),
-                pass_rate=proportion(passes.count(True), len(passes)),
-                sessions_scored=len(scored),
-                sessions_unscored=len(verdicts) - len(scored),
-            )
-        )
-    return sorted(rows, key=lambda row: (row.metric, row.judge_id))

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from neens.domain.gate import JudgeScore
+from neens.domain.metrics import JudgeScore
 from neens.domain.preprod import CohortStats, ItemOutcome
 from neens.errors import NotFound
 from neens.store.db import Database

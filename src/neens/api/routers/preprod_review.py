@@ -19,7 +19,8 @@ from neens.api.schemas.review import (
     MetricsOut,
 )
 from neens.domain.comparison import compare_run
-from neens.domain.gate import evaluate_gate, metrics_rollup, parse_gate_policy
+from neens.domain.gate import evaluate_gate, parse_gate_policy
+from neens.domain.metrics import metrics_rollup
 from neens.domain.preprod import CohortStats, items_cohort
 from neens.store.review import run_outcomes, run_scores
 
