@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from neens_eval.client import Client, expect_object
 from neens_eval.errors import EXIT_UNREACHABLE, ApiError, NeensClientError
-from neens_eval.gate_policy import GatePolicy, RunData, evaluate
+from neens_eval.gate_rules import GatePolicy, RunData, evaluate
 from neens_eval.invoke import ItemRun
 from neens_eval.summary import (
     EvalResult,

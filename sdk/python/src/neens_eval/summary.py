@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TextIO
 
 from neens_eval.errors import EXIT_UNREACHABLE
-from neens_eval.gate_policy import RuleResult, format_value
+from neens_eval.gate_rules import RuleResult, format_value
 
 EXIT_PASSED: Final = 0
 EXIT_GATE_FAILED: Final = 1
