@@ -630,7 +630,7 @@ def test_traceloop_entities_give_the_agent_name_and_its_text_input_and_output() 
 
     assert (agent.agent_name, agent.input, agent.output) == ("weather-agent", _USER, _ANSWER)
     assert tool.agent_name is None
-    assert tool.input == json.dumps({"args": [], "kwargs": {"city": "Paris"}})
+    assert tool.input == '{"city": "Paris"}'
     assert tool.output == "sunny, 21°C"
 
 

@@ -809,17 +809,19 @@ def _openllmetry_content(side: Side) -> FieldReader:
 
 def _entity_input(value: object, kind: str) -> str | None:
     """`traceloop.entity.input` (`{"args": [...], "kwargs": {...}}`): an agent's one text
-    argument, else the value as sent."""
+    argument; a tool's keyword arguments as a JSON object when it has no positional ones (as
+    GenAI's `gen_ai.tool.call.arguments`); else the value as sent."""
     data = _parsed(value)
     if isinstance(data, Mapping):
         args = data.get("args")
+        args = args if isinstance(args, list) else []
         kwargs = data.get("kwargs")
-        values = [
-            *(args if isinstance(args, list) else ()),
-            *(kwargs.values() if isinstance(kwargs, Mapping) else ()),
-        ]
+        kwargs = kwargs if isinstance(kwargs, Mapping) else {}
+        values = [*args, *kwargs.values()]
         if kind == "agent" and len(values) == 1 and isinstance(values[0], str):
             return values[0]
+        if kind == "tool" and not args and kwargs:
+            return _to_json(kwargs)
     return _as_text(value)
 
 
