@@ -857,3 +857,33 @@ def test_a_span_with_a_model_and_token_counts_is_a_model_call() -> None:
 
 def test_a_span_naming_a_tool_is_a_tool_call() -> None:
     assert view_of({"gen_ai.tool.name": "get_weather"}).kind == "tool"
+
+
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("neens.evalRunId", "neens.eval_run_id"),
+        ("neens_eval_run_id", "neens.eval_run_id"),
+        ("eval_run_id", "neens.eval_run_id"),
+        ("neens.eval_runid", "neens.eval_run_id"),
+        ("neens.eval_run", "neens.eval_run_id"),
+        ("NEENS.DATASET_ITEM_ID", "neens.dataset_item_id"),
+        ("neens.datset_item_id", "neens.dataset_item_id"),
+        ("neens.version-label", "neens.version_label"),
+    ],
+)
+def test_a_misspelled_correlation_key_is_not_read_but_flagged(key: str, meant: str) -> None:
+    view = view_of({key: "run_123"})
+
+    assert (view.eval_run_id, view.dataset_item_id, view.version_label) == (None, None, None)
+    [flag] = view.flags
+    assert flag.code == "correlation_key_misspelled"
+    assert f"attribute {key!r} looks like {meant!r} but is not spelled exactly" in flag.message
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["neens.eval_run_id", "neens.version", "neens.dataset_id", "service.version", "run_id", "eval"],
+)
+def test_exact_or_unrelated_keys_are_not_flagged_as_misspelled(key: str) -> None:
+    assert view_of({key: "x"}).flags == ()

@@ -254,6 +254,7 @@ FlagCode = Literal[
     "parent_cycle",
     "value_too_long",
     "cost_overflow",
+    "correlation_key_misspelled",
 ]
 """The dubious values Neens stores but flags (docs/traces.md, "Warnings")."""
 
@@ -361,6 +362,7 @@ def span_view(record: SpanRecord) -> SpanView:
         )
     input_tokens = _first_token_count(attributes, _INPUT_TOKEN_KEYS, flags)
     output_tokens = _first_token_count(attributes, _OUTPUT_TOKEN_KEYS, flags)
+    flags.extend(_misspelled_correlation_keys(attributes))
     kind = _kind(record, has_model=model is not None)
     return SpanView(
         name=record.name,
@@ -395,6 +397,66 @@ def span_view(record: SpanRecord) -> SpanView:
         ),
         flags=tuple(flags),
     )
+
+
+_CORRELATION_KEYS: Final = (EVAL_RUN_ID_KEY, DATASET_ITEM_ID_KEY, VERSION_LABEL_KEY)
+_SQUASH: Final = re.compile("[^a-z0-9]")
+_SQUASHED_KEYS: Final = {_SQUASH.sub("", key): key for key in _CORRELATION_KEYS}
+_SQUASHED_BARE: Final = {
+    squashed.removeprefix("neens"): key for squashed, key in _SQUASHED_KEYS.items()
+}
+
+
+def _misspelled_correlation_keys(attributes: Mapping[str, Any]) -> list[Flag]:
+    """Flags for attributes that look like a correlation key but are not spelled exactly.
+
+    Only the exact keys are read (a half-honoured typo would link a trace to the wrong place);
+    a near miss is flagged instead, so a run that waits for traces says why none arrived:
+    another case or separator (`neens.evalRunId`, `neens_eval_run_id`), no `neens.` prefix
+    (`eval_run_id`), or one or two letters off after the `neens` prefix (`neens.eval_runid`).
+    """
+    flags = []
+    for key in attributes:
+        if key in _CORRELATION_KEYS or len(key) > 40:
+            continue
+        squashed = _SQUASH.sub("", key.lower())
+        target = _SQUASHED_KEYS.get(squashed) or _SQUASHED_BARE.get(squashed)
+        if target is None and squashed.startswith("neens"):
+            target = next(
+                (
+                    exact
+                    for candidate, exact in _SQUASHED_KEYS.items()
+                    if _within_two_edits(squashed, candidate)
+                ),
+                None,
+            )
+        if target is not None:
+            flags.append(
+                Flag(
+                    "correlation_key_misspelled",
+                    f"attribute {safe_label(key)} looks like {target!r} but is not spelled "
+                    f"exactly, so it is not read and this trace links to no pre-prod run item; "
+                    f"name it {target!r}",
+                )
+            )
+    return flags
+
+
+def _within_two_edits(a: str, b: str) -> bool:
+    """Levenshtein distance of at most 2 (the strings are short: a row of the table suffices)."""
+    if abs(len(a) - len(b)) > 2:
+        return False
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i]
+        for j, char_b in enumerate(b, 1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
+            )
+        if min(current) > 2:
+            return False
+        previous = current
+    return previous[-1] <= 2
 
 
 def _bounded(value: str | None, limit: int, what: str, flags: list[Flag]) -> str | None:

@@ -25,6 +25,7 @@ from sqlalchemy import (
     tuple_,
     update,
 )
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.conventions import Flag, SpanView, safe_label, span_view
 from neens.domain.pricing import PriceBook
@@ -603,3 +604,47 @@ async def get_session(db: Database, project_id: str, trace_id: str) -> StoredSes
         return _stored(
             row, [_record(span, trace_id, log_events.get((row.pk, span.span_id))) for span in spans]
         )
+
+
+_HINT_SAMPLE = 100
+"""Sessions looked at for a waiting run's hint: enough to say "many", cheap to read."""
+
+
+async def untagged_traces_hint(s: AsyncSession, project_id: str, since: datetime) -> str | None:
+    """Why a runner-mode run may still be waiting, from the traces that arrived since `since`
+    without a `neens.eval_run_id`; None when none did.
+
+    A misspelled correlation key (flagged `correlation_key_misspelled`) is named; otherwise
+    the traces carry no correlation attributes at all, which is what an exporter that does
+    not apply `OTEL_RESOURCE_ATTRIBUTES` sends.
+    """
+    rows = await s.scalars(
+        select(TraceSession.warnings)
+        .where(
+            TraceSession.project_id == project_id,
+            TraceSession.created_at >= since,
+            TraceSession.eval_run_id.is_(None),
+        )
+        .order_by(TraceSession.pk.desc())
+        .limit(_HINT_SAMPLE + 1)
+    )
+    sessions = list(rows)
+    if not sessions:
+        return None
+    many = "more than 100" if len(sessions) > _HINT_SAMPLE else str(len(sessions))
+    misspelled = [
+        warning["message"]
+        for warnings in sessions
+        for warning in warnings or ()
+        if warning.get("code") == "correlation_key_misspelled"
+    ]
+    if misspelled:
+        return (
+            f"{len(misspelled)} trace(s) received since the run was created have a misspelled "
+            f"correlation key ({misspelled[0]})"
+        )
+    return (
+        f"{many} trace(s) received since the run was created carry no neens.eval_run_id; if "
+        "they come from your runner, its exporter does not apply OTEL_RESOURCE_ATTRIBUTES (in "
+        "JavaScript, register the environment resource detector: see docs/preprod.md)"
+    )
