@@ -62,9 +62,13 @@ def _provider(body: dict[str, Any]) -> Reply:
     return Reply(body=_completion(message, USAGE[0], "tool_calls"))
 
 
-def _run_agent(mode: str, server: LiveServer, key: CreatedKey, base_url: str) -> str:
+def _run_agent(
+    mode: str, server: LiveServer, key: CreatedKey, base_url: str, tags: dict[str, str]
+) -> str:
     env = {
         **os.environ,
+        # How `neens eval run` tags a runner-mode run's traces.
+        "OTEL_RESOURCE_ATTRIBUTES": ",".join(f"{k}={v}" for k, v in tags.items()),
         "NEENS_URL": server.url,
         "NEENS_KEY": key.key,
         "OPENAI_BASE_URL": base_url,
@@ -110,14 +114,45 @@ def _spans(tree: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return result
 
 
+def _runner_run(api: httpx.Client) -> tuple[str, str]:
+    """A runner-mode run over one golden item: the question and its correct answer."""
+    dataset = api.post("/datasets", json={"name": "weather"}).json()
+    items = [{"input": QUESTION, "expected_output": ANSWER}]
+    r = api.post(f"/datasets/{dataset['id']}/versions", json={"items": items, "golden": True})
+    assert r.status_code == 201, r.text
+    run = api.post(
+        "/preprod-evals", json={"dataset_id": dataset["id"], "version_label": "local-test"}
+    ).json()
+    [item] = api.get(f"/preprod-evals/{run['id']}/items").json()["items"]
+    return run["id"], item["item_id"]
+
+
+def _finished(api: httpx.Client, run_id: str) -> str:
+    deadline = time.monotonic() + 30
+    while (status := api.get(f"/preprod-evals/{run_id}").json()["status"]) in (
+        "awaiting_traces",
+        "running",
+    ):
+        assert time.monotonic() < deadline, status
+        time.sleep(0.1)
+    return str(status)
+
+
 @pytest.mark.parametrize(
     "mode", ["openinference", "genai-span", "genai-event", "openllmetry", "logfire"]
 )
-def test_each_instrumentation_gives_the_same_session(
+def test_each_instrumentation_gives_the_same_session_and_passes_its_run(
     live_server: LiveServer, key: CreatedKey, mode: str
 ) -> None:
+    api = httpx.Client(base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"})
+    run_id, item_id = _runner_run(api)
+    tags = {
+        "neens.eval_run_id": run_id,
+        "neens.dataset_item_id": item_id,
+        "neens.version_label": "local-test",
+    }
     with fake_openai(_provider) as provider:
-        trace_id = _run_agent(mode, live_server, key, provider.base_url)
+        trace_id = _run_agent(mode, live_server, key, provider.base_url, tags)
         assert len(provider.requests) == 2
 
     session = _session(live_server, key, trace_id, steps=3)
@@ -131,6 +166,7 @@ def test_each_instrumentation_gives_the_same_session(
     assert session["costStatus"] == "priced"
     assert session["stepCount"] == 3
     assert session["warnings"] == []
+    assert (session["evalRunId"], session["datasetItemId"]) == (run_id, item_id)
     spans = _spans(session["spans"])
     [tool] = [span for span in spans if span["kind"] == "tool"]
     assert json.loads(tool["input"]) == {"city": "Paris"}
@@ -138,3 +174,9 @@ def test_each_instrumentation_gives_the_same_session(
     calls = [span for span in spans if span["kind"] == "llm"]
     assert [call["input"] for call in calls] == [QUESTION, QUESTION]
     assert calls[1]["output"] == ANSWER
+    # The correct answer, traced by this instrumentation, passes its pre-prod run.
+    assert _finished(api, run_id) == "completed"
+    gate = api.get(f"/preprod-evals/{run_id}/gate").json()
+    assert gate["passed"] is True, gate
+    assert gate["passRate"] == 1.0
+    api.close()
