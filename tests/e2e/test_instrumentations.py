@@ -1,7 +1,9 @@
 """Compatibility with the instrumentations teams already use, tested with the real packages.
 
 Each test runs `tests/support/instrumented_agent.py` as its own process (instrumentations patch
-`openai` process-wide), with one real instrumentation package, against a stand-in for an
+`openai` process-wide), with one real instrumentation package (or `tests/e2e/js/agent.js` with
+the OpenTelemetry JS SDK and its OTLP/HTTP protobuf or JSON exporter, installed by `npm ci` from
+the committed lockfile), against a stand-in for an
 OpenAI-compatible provider (a real HTTP server on loopback, speaking the chat completions wire
 format: the first call asks for the `get_weather` tool, the second answers), exporting with the
 real OpenTelemetry SDK to a live Neens server. Every instrumentation must give the same session.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -28,6 +31,8 @@ from tests.support.live import LiveServer
 pytestmark = pytest.mark.e2e
 
 AGENT = Path(__file__).resolve().parents[1] / "support" / "instrumented_agent.py"
+JS = Path(__file__).resolve().parent / "js"
+"""The JS agent and its npm dependencies (package.json, package-lock.json)."""
 QUESTION = "What is the weather in Paris?"
 ANSWER = "It is sunny in Paris."
 SERVED_MODEL = "gpt-4o-mini-2024-07-18"
@@ -79,8 +84,13 @@ def _run_agent(
         ),
         "TRACELOOP_TRACE_CONTENT": "true",
     }
+    command = (
+        ["node", str(JS / "agent.js"), mode.removeprefix("js-")]
+        if mode.startswith("js-")
+        else [sys.executable, str(AGENT), mode]
+    )
     done = subprocess.run(
-        [sys.executable, str(AGENT), mode],
+        command,
         env=env,
         capture_output=True,
         text=True,
@@ -114,6 +124,25 @@ def _spans(tree: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return result
 
 
+@pytest.fixture(scope="session")
+def js_dependencies() -> None:
+    """`npm ci` from the committed lockfile, once, when node_modules is missing or older."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("Node.js (node and npm) is not installed")
+    installed = JS / "node_modules" / ".package-lock.json"
+    lock = JS / "package-lock.json"
+    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
+        done = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"],
+            cwd=JS,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+
+
 def _runner_run(api: httpx.Client) -> tuple[str, str]:
     """A runner-mode run over one golden item: the question and its correct answer."""
     dataset = api.post("/datasets", json={"name": "weather"}).json()
@@ -139,44 +168,48 @@ def _finished(api: httpx.Client, run_id: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "mode", ["openinference", "genai-span", "genai-event", "openllmetry", "logfire"]
+    "mode",
+    ["openinference", "genai-span", "genai-event", "openllmetry", "logfire", "js-proto", "js-json"],
 )
 def test_each_instrumentation_gives_the_same_session_and_passes_its_run(
-    live_server: LiveServer, key: CreatedKey, mode: str
+    live_server: LiveServer, key: CreatedKey, mode: str, request: pytest.FixtureRequest
 ) -> None:
-    api = httpx.Client(base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"})
-    run_id, item_id = _runner_run(api)
-    tags = {
-        "neens.eval_run_id": run_id,
-        "neens.dataset_item_id": item_id,
-        "neens.version_label": "local-test",
-    }
-    with fake_openai(_provider) as provider:
-        trace_id = _run_agent(mode, live_server, key, provider.base_url, tags)
-        assert len(provider.requests) == 2
+    if mode.startswith("js-"):
+        request.getfixturevalue("js_dependencies")
+    with httpx.Client(
+        base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"}
+    ) as api:
+        run_id, item_id = _runner_run(api)
+        tags = {
+            "neens.eval_run_id": run_id,
+            "neens.dataset_item_id": item_id,
+            "neens.version_label": "local-test",
+        }
+        with fake_openai(_provider) as provider:
+            trace_id = _run_agent(mode, live_server, key, provider.base_url, tags)
+            assert len(provider.requests) == 2
 
-    session = _session(live_server, key, trace_id, steps=3)
+        session = _session(live_server, key, trace_id, steps=3)
 
-    assert session["agentName"] == "weather-agent"
-    assert (session["input"], session["output"]) == (QUESTION, ANSWER)
-    assert session["models"] == [SERVED_MODEL]
-    assert (session["inputTokens"], session["outputTokens"]) == (343, 32)
-    # gpt-4o-mini at $0.15 / $0.60 per million tokens (genai-prices).
-    assert session["costUsd"] == pytest.approx((343 * 0.15 + 32 * 0.60) / 1e6, rel=1e-9)
-    assert session["costStatus"] == "priced"
-    assert session["stepCount"] == 3
-    assert session["warnings"] == []
-    assert (session["evalRunId"], session["datasetItemId"]) == (run_id, item_id)
-    spans = _spans(session["spans"])
-    [tool] = [span for span in spans if span["kind"] == "tool"]
-    assert json.loads(tool["input"]) == {"city": "Paris"}
-    assert tool["output"] == "sunny, 21°C in Paris"
-    calls = [span for span in spans if span["kind"] == "llm"]
-    assert [call["input"] for call in calls] == [QUESTION, QUESTION]
-    assert calls[1]["output"] == ANSWER
-    # The correct answer, traced by this instrumentation, passes its pre-prod run.
-    assert _finished(api, run_id) == "completed"
-    gate = api.get(f"/preprod-evals/{run_id}/gate").json()
-    assert gate["passed"] is True, gate
-    assert gate["passRate"] == 1.0
-    api.close()
+        assert session["agentName"] == "weather-agent"
+        assert (session["input"], session["output"]) == (QUESTION, ANSWER)
+        assert session["models"] == [SERVED_MODEL]
+        assert (session["inputTokens"], session["outputTokens"]) == (343, 32)
+        # gpt-4o-mini at $0.15 / $0.60 per million tokens (genai-prices).
+        assert session["costUsd"] == pytest.approx((343 * 0.15 + 32 * 0.60) / 1e6, rel=1e-9)
+        assert session["costStatus"] == "priced"
+        assert session["stepCount"] == 3
+        assert session["warnings"] == []
+        assert (session["evalRunId"], session["datasetItemId"]) == (run_id, item_id)
+        spans = _spans(session["spans"])
+        [tool] = [span for span in spans if span["kind"] == "tool"]
+        assert json.loads(tool["input"]) == {"city": "Paris"}
+        assert tool["output"] == "sunny, 21°C in Paris"
+        calls = [span for span in spans if span["kind"] == "llm"]
+        assert [call["input"] for call in calls] == [QUESTION, QUESTION]
+        assert calls[1]["output"] == ANSWER
+        # The correct answer, traced by this instrumentation, passes its pre-prod run.
+        assert _finished(api, run_id) == "completed"
+        gate = api.get(f"/preprod-evals/{run_id}/gate").json()
+        assert gate["passed"] is True, gate
+        assert gate["passRate"] == 1.0
