@@ -401,6 +401,8 @@ def span_view(record: SpanRecord) -> SpanView:
 
 _CORRELATION_KEYS: Final = (EVAL_RUN_ID_KEY, DATASET_ITEM_ID_KEY, VERSION_LABEL_KEY)
 _SQUASH: Final = re.compile("[^a-z0-9]")
+_CORRELATION_WORDS: Final = ("neens", "run", "item", "label")
+"""Every key a correlation key could be mistaken for contains one of these."""
 _SQUASHED_KEYS: Final = {_SQUASH.sub("", key): key for key in _CORRELATION_KEYS}
 _SQUASHED_BARE: Final = {
     squashed.removeprefix("neens"): key for squashed, key in _SQUASHED_KEYS.items()
@@ -419,7 +421,10 @@ def _misspelled_correlation_keys(attributes: Mapping[str, Any]) -> list[Flag]:
     for key in attributes:
         if key in _CORRELATION_KEYS or len(key) > 40:
             continue
-        squashed = _SQUASH.sub("", key.lower())
+        lowered = key.lower()
+        if not any(word in lowered for word in _CORRELATION_WORDS):
+            continue  # most keys: nothing like a correlation key, so no closer look
+        squashed = _SQUASH.sub("", lowered)
         target = _SQUASHED_KEYS.get(squashed) or _SQUASHED_BARE.get(squashed)
         if target is None and squashed.startswith("neens"):
             target = next(
@@ -482,7 +487,7 @@ def _kind(record: SpanRecord, *, has_model: bool) -> str:
     attributes = record.attributes
     if _text(attributes.get("gen_ai.tool.name")) is not None:
         return "tool"
-    if has_model and any(key in attributes for key in _INPUT_TOKEN_KEYS + _OUTPUT_TOKEN_KEYS):
+    if has_model and any(key in attributes for key in _TOKEN_KEYS):
         return "llm"
     return "span"
 
@@ -855,7 +860,7 @@ def _openllmetry_content(side: Side) -> FieldReader:
 
     def read(record: SpanRecord, kind: str) -> str | None:
         attributes = record.attributes
-        for prefix in numbered:
+        for prefix in numbered if kind == "llm" else ():
             messages = _indexed(attributes, prefix)
             if messages:
                 if (text := _messages_text(messages, side)) is not None:
@@ -977,6 +982,7 @@ _AGENT_NAME_ORDER: Final = (GENAI, OPENINFERENCE, OPENLLMETRY, LOGFIRE)
 _PROVIDER_KEYS: Final = tuple(key for c in (GENAI, OPENINFERENCE) for key in c.provider_keys)
 _INPUT_TOKEN_KEYS: Final = tuple(key for c in CONVENTIONS for key in c.input_token_keys)
 _OUTPUT_TOKEN_KEYS: Final = tuple(key for c in CONVENTIONS for key in c.output_token_keys)
+_TOKEN_KEYS: Final = _INPUT_TOKEN_KEYS + _OUTPUT_TOKEN_KEYS
 
 
 def _first_token_count(
