@@ -285,3 +285,41 @@ def test_json_ids_must_be_hex() -> None:
 
     with pytest.raises(InvalidInput, match="not a hex string"):
         decode_logs_json(json.dumps(document).encode())
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        [],
+        {"resourceLogs": "x"},
+        {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"traceId": 5}]}]}]},
+        {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": 1.5}}]}]}]},
+        {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"eventName": "\ud800"}]}]}]},
+    ],
+    ids=["array", "not-a-list", "numeric-id", "wrong-value-type", "lone-surrogate"],
+)
+async def test_malformed_otlp_json_logs_are_refused_with_400(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, document: object
+) -> None:
+    r = await client.post(
+        "/v1/logs",
+        content=json.dumps(document).encode(),
+        headers={**auth(ingest_key), "Content-Type": "application/json"},
+    )
+
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"]
+
+
+async def test_a_short_span_id_on_a_content_event_is_rejected_not_stored(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, db: Database
+) -> None:
+    record = log_record(os.urandom(16), b"\x01", "gen_ai.choice", {"message": {"content": "x"}})
+
+    r = await _post(client, ingest_key, "/v1/logs", logs_request([record]).SerializeToString())
+
+    partial = ExportLogsServiceResponse.FromString(r.content).partial_success
+    assert partial.rejected_log_records == 1
+    assert "has a malformed span id: 1 bytes, expected 8" in partial.error_message
+    async with db.read() as s:
+        assert await s.scalar(select(func.count()).select_from(LogEvent)) == 0

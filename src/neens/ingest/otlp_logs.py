@@ -142,10 +142,14 @@ def _event_name(record: LogRecord) -> str | None:
 
 def _decode_event(record: LogRecord, name: str) -> SpanLogEvent | Rejection:
     label = f"log record {safe_label(name)}"
-    if len(record.trace_id) != _TRACE_ID_BYTES or not record.trace_id.strip(b"\x00"):
-        return Rejection(f"{label} has no trace id, so it names no span to attach to")
-    if len(record.span_id) != _SPAN_ID_BYTES or not record.span_id.strip(b"\x00"):
-        return Rejection(f"{label} has no span id, so it names no span to attach to")
+    for what, value, size in (
+        ("trace id", record.trace_id, _TRACE_ID_BYTES),
+        ("span id", record.span_id, _SPAN_ID_BYTES),
+    ):
+        if not value.strip(b"\x00"):
+            return Rejection(f"{label} has no {what}, so it names no span to attach to")
+        if len(value) != size:
+            return Rejection(f"{label} has a malformed {what}: {len(value)} bytes, expected {size}")
     try:
         attributes = _attributes(record.attributes, "attribute")
         body = _any_value(record.body) if record.HasField("body") else None
