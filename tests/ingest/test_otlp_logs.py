@@ -3,6 +3,7 @@ records are acknowledged and not stored."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import os
@@ -323,3 +324,21 @@ async def test_a_short_span_id_on_a_content_event_is_rejected_not_stored(
     assert "has a malformed span id: 1 bytes, expected 8" in partial.error_message
     async with db.read() as s:
         assert await s.scalar(select(func.count()).select_from(LogEvent)) == 0
+
+
+async def test_spans_and_their_content_events_sent_at_the_same_moment_always_meet(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    traces = [(os.urandom(16), os.urandom(8), os.urandom(8)) for _ in range(12)]
+    sends = []
+    for tid, root, chat in traces:
+        logs = logs_request(content_events(tid, chat)).SerializeToString()
+        sends.append(_post(client, ingest_key, "/v1/traces", model_call(tid, root, chat)))
+        sends.append(_post(client, ingest_key, "/v1/logs", logs))
+
+    responses = await asyncio.gather(*sends)
+
+    assert all(r.status_code == 200 for r in responses)
+    for tid, _, _ in traces:
+        session = (await client.get(f"/sessions/{tid.hex()}", headers=auth(ingest_key))).json()
+        assert (session["input"], session["output"]) == (QUESTION, ANSWER)
