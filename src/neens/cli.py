@@ -152,7 +152,7 @@ def _keys_create(args: argparse.Namespace) -> int:
 
 def _keys_list(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Column, Table
 
     from neens.store import keys
 
@@ -172,7 +172,10 @@ def _keys_list(args: argparse.Namespace) -> int:
         ]
         print(json.dumps({"keys": rows}))
         return 0
-    table = Table("id", "key", "company", "project", "role", "created", "revoked")
+    # The id is what `keys revoke` takes: never shortened, whatever the terminal's width.
+    width = max((len(k.key_id) for k in infos), default=2)
+    table = Table("key", "company", "project", "role", "created", "revoked")
+    table.columns.insert(0, Column("id", no_wrap=True, min_width=width))
     for k in infos:
         table.add_row(
             k.key_id,
@@ -183,18 +186,41 @@ def _keys_list(args: argparse.Namespace) -> int:
             k.created_at.strftime("%Y-%m-%d %H:%M"),
             k.revoked_at.strftime("%Y-%m-%d %H:%M") if k.revoked_at else "",
         )
-    Console().print(table)
+    Console(width=max(Console().width, width + 60)).print(table)
     return 0
 
 
 def _keys_revoke(args: argparse.Namespace) -> int:
     from neens.store import keys
 
-    found = asyncio.run(_with_db(args, lambda db: keys.revoke_key(db, args.key_id)))
+    async def revoke(db: Any) -> tuple[list[str], bool]:
+        found = await keys.keys_matching(db, args.key_id)
+        if len(found) != 1:
+            return found, False
+        return found, await keys.revoke_key(db, found[0])
+
+    found, revoked = asyncio.run(_with_db(args, revoke))
     if not found:
-        print(f"neens: no key with id {args.key_id!r} (see `neens keys list`)", file=sys.stderr)
+        print(
+            f"neens: error: no key whose id is or starts with {args.key_id!r}; "
+            f"`neens keys list` shows the ids",
+            file=sys.stderr,
+        )
         return 2
-    print(f"Revoked {args.key_id}; requests with it now get 401.", file=sys.stderr)
+    if len(found) > 1:
+        print(
+            f"neens: error: {args.key_id!r} is the start of {len(found)} key ids "
+            f"({', '.join(found)}); give more of the id",
+            file=sys.stderr,
+        )
+        return 2
+    assert revoked
+    print(
+        f"Revoked {found[0]}. A running server stops accepting it within "
+        f"{keys.KEY_MEMO_SECONDS:g} seconds (it remembers a checked key that long); requests "
+        f"with it then get 401.",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -272,7 +298,11 @@ def register(subparsers: Any) -> None:
     _add_database_url(list_)
     list_.set_defaults(func=_keys_list)
     revoke = keys_sub.add_parser("revoke", help="revoke a key by its id")
-    revoke.add_argument("key_id", help="the key's id (key_…), from `neens keys list`")
+    revoke.add_argument(
+        "key_id",
+        metavar="KEY_ID",
+        help="the key's id (key_…) from `neens keys list`, or enough of its start to be unique",
+    )
     _add_database_url(revoke)
     revoke.set_defaults(func=_keys_revoke)
 

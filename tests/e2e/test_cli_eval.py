@@ -188,7 +188,11 @@ def test_a_candidate_that_answers_every_prompt_right_passes_the_gate_and_exits_0
     assert run["versionLabel"] == "pr-482"
     assert run["runnerMode"] == "runner"
     # The summary went to stderr, the prompt to each command on stdin and in $NEENS_ITEM_INPUT.
-    assert "Gate passed." in result.stderr
+    # Without a baseline, max_regressions cannot be checked: a warning, said to be one.
+    assert (
+        "Gate passed, with 1 warning (a rule of severity warn that fails or is missing is "
+        "reported and does not block):\n  - rule gate.max_regressions: no baseline cohort"
+    ) in result.stderr
     seen = neens.invocations()
     assert sorted(entry["prompt"] for entry in seen) == sorted(ANSWERS)
     assert all(entry["env_input"] == entry["prompt"] for entry in seen)
@@ -375,7 +379,7 @@ def test_usage_and_configuration_errors_exit_2_with_one_line_and_create_nothing(
         ([*create], {}, "no agent command"),
         ([*create, "--", "no-such-agent-cmd"], {}, "was not found on PATH"),
         (["eval", "run", "--run-id", "ppr_1", "--dataset", dataset, "--", *AGENT], {},
-         "--dataset is only for creating a run (--create)"),
+         "--dataset is only for creating a run: with --run-id"),
         (["eval", "push", "--dataset", dataset, "--version-label", "v1"], {},
          "--agent-connection"),
         ([*create, "--gate-policy", str(tmp_path / "missing.json"), "--", *AGENT], {},
@@ -394,7 +398,7 @@ def test_usage_and_configuration_errors_exit_2_with_one_line_and_create_nothing(
 
 def test_a_server_that_cannot_be_reached_exits_3(tmp_path: Path) -> None:
     neens = Neens(f"http://127.0.0.1:{free_port()}", "nk_live_anything", tmp_path)
-    env = neens.env()
+    env = neens.env(NEENS_RETRY_WINDOW="1")
 
     result = neens.neens(
         "eval", "run", "--create", "--dataset", "ds_1", "--version-label", "v1", "--", *AGENT,
@@ -437,7 +441,7 @@ def test_a_server_that_goes_away_while_waiting_exits_3(
         ]  # fmt: skip
         process = subprocess.Popen(
             command,
-            env=neens.env({"AGENT_SILENT": lines(ORDER, SHOES, CANADA)}),
+            env=neens.env({"AGENT_SILENT": lines(ORDER, SHOES, CANADA)}, NEENS_RETRY_WINDOW="2"),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -515,8 +519,17 @@ def test_every_rule_type_is_checked_over_the_comparison_metrics_and_items(neens:
     )
     assert rules["metric:Expected-output similarity"]["status"] == "pass"
     toxicity = rules["metric:toxicity_safety"]
-    assert toxicity["status"] == "skipped"
-    assert 'no metric "toxicity_safety" on this run' in toxicity["reason"]
+    assert (toxicity["status"], toxicity["blocking"]) == ("missing", False)
+    assert toxicity["reason"].startswith(
+        'no judge of this run produces metric "toxicity_safety" (the run\'s metrics: '
+        '"Expected-output similarity", "Primary Score")'
+    )
+    # Warn rules that failed are explained, not left next to a bare "Gate passed."
+    assert (
+        "Gate passed, with 3 warnings (a rule of severity warn that fails or is missing is "
+        "reported and does not block):" in candidate.stderr
+    )
+    assert "Gate passed.\n" not in candidate.stderr
     # The gate block went to the server at create.
     assert neens.run(candidate.json["runId"])["gate"] == {"max_regressions": 0}
     # The summary names each rule with its observed value, threshold, status and severity.
@@ -600,6 +613,22 @@ def test_a_metric_rule_reads_the_judges_given_with_judge(neens: Neens) -> None:
     rule = result.rules()["metric:mentions-days"]
     assert rule["observed"] == pytest.approx(2 / 3)  # two of the three answers mention days
     assert rule["status"] == "pass"
+
+
+def test_a_block_metric_rule_no_judge_of_the_run_produces_fails_the_gate(neens: Neens) -> None:
+    dataset = neens.golden()
+    policy = neens.policy({"rules": [{"metric": "faithfulness", "min_avg": 0.8}]})
+
+    result = neens.create(dataset, "v1", "--gate-policy", policy)
+
+    assert result.code == 1, result.stderr
+    rule = result.rules()["metric:faithfulness"]
+    assert (rule["status"], rule["severity"], rule["blocking"]) == ("missing", "block", True)
+    assert result.json["reasons"] == [
+        'rule metric:faithfulness: no judge of this run produces metric "faithfulness" (the '
+        'run\'s metrics: "Expected-output similarity", "Primary Score"); fix the name in the '
+        "policy, or create the run with that judge (--judge)"
+    ]
 
 
 def test_a_cost_rule_without_priced_sessions_is_skipped_never_passed(neens: Neens) -> None:
@@ -756,7 +785,7 @@ def _ci_blocks() -> list[Any]:
 
 
 def _as_in_ci(script: str, dataset: str) -> str:
-    return script.replace("ds_golden", dataset).replace("python -m myagent", " ".join(AGENT))
+    return script.replace("support-golden", dataset).replace("python -m myagent", " ".join(AGENT))
 
 
 def test_the_github_actions_step_of_docs_ci_works_as_written(neens: Neens) -> None:
@@ -778,7 +807,7 @@ def test_the_github_actions_step_of_docs_ci_works_as_written(neens: Neens) -> No
     )  # fmt: skip
 
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Gate passed." in done.stdout
+    assert "Gate passed" in done.stdout
     run = neens.runs()[0]
     assert run["versionLabel"] == "0123abc"
     assert run["gate"] == {"max_regressions": 0, "min_pass_rate": 0.9}

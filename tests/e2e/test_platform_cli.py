@@ -13,7 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.live import free_port
+from neens.store.keys import CreatedKey
+from tests.support.live import LiveServer, free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -84,6 +85,50 @@ def test_keys_create_list_and_revoke_against_the_database(database_url: str) -> 
     missing = neens("keys", "revoke", "key_nope", env=env)
     assert missing.returncode == 2
     assert "key_nope" in missing.stderr
+
+
+def test_keys_list_shows_whole_ids_that_revoke_takes_whole_or_by_a_unique_start(
+    database_url: str,
+) -> None:
+    env = {"NEENS_DATABASE_URL": database_url, "COLUMNS": "60"}
+    create = ["keys", "create", "--company", "Acme Corporation International", "--project",
+              "Support agent for customers", "--json"]  # fmt: skip
+    ids = [json.loads(neens(*create, env=env).stdout)["keyId"] for _ in range(2)]
+
+    table = neens("keys", "list", env=env)  # not a terminal, and narrow: ids are still whole
+
+    assert table.returncode == 0, table.stderr
+    assert all(key_id in table.stdout for key_id in ids), table.stdout
+    shared = os.path.commonprefix(ids)
+    ambiguous = neens("keys", "revoke", shared, env=env)
+    assert ambiguous.returncode == 2
+    assert all(key_id in ambiguous.stderr for key_id in ids)
+    assert "give more of the id" in ambiguous.stderr
+    unique = ids[1][: len(shared) + 1]
+    revoked = neens("keys", "revoke", unique, env=env)
+    assert revoked.returncode == 0, revoked.stderr
+    assert f"Revoked {ids[1]}." in revoked.stderr
+    listed = json.loads(neens("keys", "list", "--json", env=env).stdout)["keys"]
+    assert [k["revokedAt"] is not None for k in listed] == [False, True]
+    unknown = neens("keys", "revoke", "key_%", env=env)  # a LIKE wildcard is a character
+    assert unknown.returncode == 2
+
+
+def test_a_revoked_key_is_refused_by_a_running_server_within_5_seconds(
+    database_url: str, live_server: LiveServer, key: CreatedKey
+) -> None:
+    auth = {"Authorization": f"Bearer {key.key}"}
+    assert httpx.get(f"{live_server.url}/datasets", headers=auth).status_code == 200
+
+    revoked = neens("keys", "revoke", key.key_id, env={"NEENS_DATABASE_URL": database_url})
+    started = time.monotonic()
+
+    assert revoked.returncode == 0, revoked.stderr
+    assert "A running server stops accepting it within 5 seconds" in revoked.stderr
+    while httpx.get(f"{live_server.url}/datasets", headers=auth).status_code == 200:
+        assert time.monotonic() - started < 5.5, "the revoked key is still accepted"
+        time.sleep(0.1)
+    assert httpx.get(f"{live_server.url}/datasets", headers=auth).status_code == 401
 
 
 def test_keys_create_refuses_an_unknown_role() -> None:

@@ -114,9 +114,11 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 @contextmanager
-def running_fake_neens() -> Iterator[FakeNeens]:
-    fake = FakeNeens()
-    server = _QuietServer(("127.0.0.1", 0), _handler_for(fake))
+def running_fake_neens(fake: FakeNeens | None = None, *, port: int = 0) -> Iterator[FakeNeens]:
+    """Serve `fake` (a new one by default) on `port` (any free one by default), so a test can
+    also stop a server and start it again on the same port, as a restart does."""
+    fake = fake if fake is not None else FakeNeens()
+    server = _QuietServer(("127.0.0.1", port), _handler_for(fake))
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()

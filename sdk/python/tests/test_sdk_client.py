@@ -7,11 +7,14 @@ written separately.
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
-from neens_eval_fakes import FakeNeens, Reply
+from neens_eval_fakes import FakeNeens, Reply, running_fake_neens
 
 import neens_eval
-from neens_eval.client import Client, RetryPolicy
+from neens_eval.client import Client, RetryNotice, RetryPolicy
 from neens_eval.errors import ApiError, AuthError, ConfigError, NeensClientError, Unreachable
 
 FAST = RetryPolicy(attempts=3, backoff=0.0)
@@ -76,7 +79,7 @@ def test_persistent_gateway_errors_become_unreachable(fake_neens: FakeNeens) -> 
 
     assert len(fake_neens.requests) == FAST.attempts
     assert caught.value.exit_code == 3
-    assert "after 3 attempts (HTTP 504" in str(caught.value)
+    assert "after 3 attempts over 0 s (HTTP 504" in str(caught.value)
 
 
 def test_post_is_retried_on_503_which_means_it_was_not_processed(fake_neens: FakeNeens) -> None:
@@ -121,7 +124,7 @@ def test_refused_connection_is_retried_then_unreachable(closed_port: int, method
         calls[method](client)
 
     message = str(caught.value)
-    assert "after 3 attempts (connection refused)" in message
+    assert "after 3 attempts over 0 s (connection refused)" in message
     assert "check NEENS_BASE_URL" in message
 
 
@@ -256,3 +259,56 @@ def test_error_body_of_another_shape_falls_back_to_the_status_line() -> None:
     error = ApiError.from_body(403, "Forbidden", b'{"detail": "nope"}')
     assert isinstance(error, AuthError)
     assert (error.code, error.message, error.field) == ("http_403", "Forbidden", None)
+
+
+def test_a_server_that_comes_back_within_the_retry_window_is_reached(closed_port: int) -> None:
+    """A restart: nothing listens for a while, then the server answers on the same port."""
+    fake = FakeNeens()
+    fake.reply("GET", "/x", Reply(200, {"back": True}))
+    client = Client(
+        f"http://127.0.0.1:{closed_port}",
+        "k",
+        retry=RetryPolicy(window_s=20.0, backoff=0.05, max_backoff=0.2),
+    )
+    notices: list[RetryNotice] = []
+    client.on_retry = notices.append
+
+    def restart() -> None:
+        time.sleep(1.0)
+        with running_fake_neens(fake, port=closed_port):
+            time.sleep(5.0)
+
+    thread = threading.Thread(target=restart, daemon=True)
+    thread.start()
+    answer = client.get("/x")
+    thread.join()
+
+    assert answer == {"back": True}
+    assert len(notices) >= 3
+    assert {n.problem for n in notices} == {"connection refused"}
+    assert all(n.window_s == 20.0 and n.waited_s < 20.0 for n in notices)
+
+
+def test_retries_stop_at_the_end_of_the_window(closed_port: int) -> None:
+    client = Client(
+        f"http://127.0.0.1:{closed_port}",
+        "k",
+        retry=RetryPolicy(window_s=1.0, backoff=0.05, max_backoff=0.2),
+    )
+    started = time.monotonic()
+
+    with pytest.raises(Unreachable) as caught:
+        client.get("/x")
+
+    assert 1.0 <= time.monotonic() - started < 3.0
+    assert "(retries last 1 s, NEENS_RETRY_WINDOW changes it)" in str(caught.value)
+
+
+def test_the_retry_window_is_60_s_by_default_and_read_from_neens_retry_window() -> None:
+    env = {"NEENS_BASE_URL": "http://127.0.0.1:8000", "NEENS_API_KEY": "nk_live_x"}
+
+    assert RetryPolicy().window_s == 60.0
+    assert Client.from_env({**env, "NEENS_RETRY_WINDOW": "7.5"}).retry.window_s == 7.5
+    assert Client.from_env({**env, "NEENS_RETRY_WINDOW": "0"}).retry.window_s == 0.0
+    with pytest.raises(ConfigError, match=r"^NEENS_RETRY_WINDOW: 'soon' is not a number"):
+        Client.from_env({**env, "NEENS_RETRY_WINDOW": "soon"})

@@ -295,11 +295,16 @@ def test_unreachable_server_exits_3(
     monkeypatch.setenv("NEENS_BASE_URL", f"http://127.0.0.1:{closed_port}")
     monkeypatch.setenv("NEENS_API_KEY", "nk_live_test")
 
+    monkeypatch.setenv("NEENS_RETRY_WINDOW", "1")
+
     assert push(write(tmp_path, GOOD_LINES)) == 3
 
-    err = capsys.readouterr().err
-    assert "could not reach Neens" in err and "connection refused" in err
-    assert err.count("\n") == 1
+    first, *_, last = capsys.readouterr().err.splitlines()
+    assert first.startswith(
+        "neens: Neens does not answer GET /datasets (connection refused); retrying for up to 1 s"
+    )
+    assert last.startswith("neens: error: could not reach Neens")
+    assert "connection refused" in last and "(retries last 1 s" in last
 
 
 def test_upload_meeting_a_gateway_error_exits_3(

@@ -130,6 +130,7 @@ def script(
     mode: str = "runner",
 ) -> None:
     """A run that is created, has `items` to run, then finishes with the given gate."""
+    fake.reply("GET", "/preprod-evals", Reply(200, {"runs": []}))
     fake.reply("POST", "/preprod-evals", Reply(201, run(mode=mode, pending=2)))
     fake.reply(
         "GET", "/preprod-evals/ppr_1/items", Reply(200, {"items": items or [item(0), item(1)]}),
@@ -349,7 +350,10 @@ def test_a_server_gone_while_waiting_exits_3_and_still_writes_the_json_result(
     env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env)
-    env.reply("GET", "/preprod-evals/ppr_1", Reply(503, {"error": {"code": "x", "message": "y"}}))
+    error = Reply(503, {"error": {"code": "x", "message": "y"}})
+    env.reply(
+        "GET", "/preprod-evals/ppr_1", Reply(200, run("running", captured=1, pending=1)), error
+    )
 
     code = create(agent, "--json")
 
@@ -359,7 +363,78 @@ def test_a_server_gone_while_waiting_exits_3_and_still_writes_the_json_result(
     assert result["verdict"] == "no_verdict"
     assert result["exitCode"] == 3
     assert "could not reach Neens" in result["error"]
+    seen = result["lastSeen"]
+    assert seen["status"] == "running"
+    assert seen["counts"] == {"pending": 1, "captured": 1, "scored": 0, "error": 0}
+    assert seen["at"].endswith("Z")
+    assert f"neens: last seen at {seen['at']}: running, 1/2 captured, 0/2 scored" in out.err
+    assert "follow it again with `neens eval run --run-id ppr_1 -- " in out.err
     assert out.err.splitlines()[-1].startswith("neens: error: could not reach Neens")
+
+
+def test_a_create_that_got_no_answer_is_not_sent_twice_and_the_run_it_made_is_followed(
+    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script(env)
+    older = {**run("completed"), "id": "ppr_0"}
+    env.reply("POST", "/preprod-evals", Reply(504))
+    env.reply(
+        "GET", "/preprod-evals",
+        Reply(200, {"runs": [older]}),
+        Reply(200, {"runs": [{**run(pending=2)}, older]}),
+    )  # fmt: skip
+
+    code = create(agent, "--json")
+
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert [r.path for r in env.requests if r.method == "POST"] == ["/preprod-evals"]
+    assert json.loads(out.out)["runId"] == "ppr_1"
+    assert "neens: the server did create run ppr_1; following it" in out.err
+    assert len(agent.seen()) == 2
+
+
+def test_a_create_that_got_no_answer_and_made_nothing_exits_3_without_sending_it_again(
+    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script(env)
+    env.reply("POST", "/preprod-evals", Reply(502))
+
+    assert create(agent) == 3
+    assert [r.path for r in env.requests if r.method == "POST"] == ["/preprod-evals"]
+    assert "so nothing was created; run the command again" in capsys.readouterr().err
+    assert agent.seen() == []
+
+
+def test_a_create_that_got_no_answer_from_a_server_that_stays_away_says_how_to_check(
+    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script(env)
+    env.reply("POST", "/preprod-evals", Reply(504))
+    env.reply("GET", "/preprod-evals", Reply(200, {"runs": []}), Reply(503))
+
+    assert create(agent) == 3
+    err = capsys.readouterr().err
+    assert "looking for the run it may have created failed too" in err
+    assert "GET /preprod-evals?dataset_id=ds_1" in err
+    assert [r.path for r in env.requests if r.method == "POST"] == ["/preprod-evals"]
+
+
+def test_dataset_takes_a_name_and_a_name_nobody_pushed_is_a_usage_error(
+    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script(env)
+    env.reply("GET", "/datasets", Reply(200, {"datasets": [{"id": "ds_1", "name": "support"}]}))
+    by_name = ["eval", "run", "--create", "--dataset", "support", "--version-label", "v1"]
+
+    assert cli.main([*by_name, "--", *agent.command]) == 0
+    assert body_of(env, "POST", "/preprod-evals")["dataset_id"] == "ds_1"
+    assert next(r for r in env.requests if r.path == "/datasets").query == {"name": ["support"]}
+
+    env.reply("GET", "/datasets", Reply(200, {"datasets": []}))
+    capsys.readouterr()
+    assert cli.main([*by_name, "--", *agent.command]) == 2
+    assert "--dataset: no dataset named 'support' in this project" in capsys.readouterr().err
 
 
 def test_a_server_gone_while_waiting_with_no_gate_is_reported_and_exits_0(
@@ -501,6 +576,7 @@ def test_a_dataset_without_a_golden_version_exits_2_and_says_how_to_fix_it(
     env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     message = "dataset ds_1 has no golden version: mark one golden or pin dataset_version_id"
+    env.reply("GET", "/preprod-evals", Reply(200, {"runs": []}))
     env.reply("POST", "/preprod-evals", Reply(
         422, {"error": {"code": "unprocessable", "message": message, "field": "dataset_id"}}
     ))  # fmt: skip
@@ -514,6 +590,7 @@ def test_a_dataset_without_a_golden_version_exits_2_and_says_how_to_fix_it(
 
 
 def test_a_refused_key_exits_2(env: FakeNeens, agent: Agent) -> None:
+    env.reply("GET", "/preprod-evals", Reply(200, {"runs": []}))
     env.reply("POST", "/preprod-evals", Reply(
         401, {"error": {"code": "not_authenticated", "message": "unknown or revoked API key"}}
     ))  # fmt: skip
@@ -521,13 +598,35 @@ def test_a_refused_key_exits_2(env: FakeNeens, agent: Agent) -> None:
     assert create(agent) == 2
 
 
-def test_a_push_run_is_not_driven_by_eval_run(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("command", ["run", "push"])
+@pytest.mark.parametrize("mode", ["push", "runner"])
+def test_either_command_follows_any_run_by_id_to_its_gate_without_running_anything(
+    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str], command: str, mode: str
 ) -> None:
-    env.reply("GET", "/preprod-evals/ppr_1", Reply(200, run("running", mode="push")))
+    script(env, items=SCORED, mode=mode, passed=False)
+    env.reply(
+        "GET", "/preprod-evals/ppr_1",
+        Reply(200, run("running", mode, captured=1, pending=1)), Reply(200, run("completed", mode)),
+    )  # fmt: skip
+    extra = ["--", *agent.command] if command == "run" and mode == "push" else []
 
-    assert cli.main(["eval", "run", "--run-id", "ppr_1", "--", *agent.command]) == 2
-    assert "ppr_1 is a push-mode run" in capsys.readouterr().err
+    code = cli.main(["eval", command, "--run-id", "ppr_1", "--json", *extra])
+
+    out = capsys.readouterr()
+    assert code == 1, out.err
+    assert json.loads(out.out)["reasons"] == ["server gate: pass rate 0.5 is below the minimum 0.9"]
+    assert agent.seen() == []
+    assert not any(r.method == "POST" for r in env.requests)
+
+
+def test_push_with_run_id_refuses_the_flags_that_create_a_run(
+    env: FakeNeens, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["eval", "push", "--run-id", "ppr_1", "--agent-connection", "conn_1"])
+
+    assert code == 2
+    assert "--agent-connection is only for creating a run" in capsys.readouterr().err
+    assert env.requests == []
 
 
 def test_a_yaml_policy_needs_pyyaml_and_says_so_when_it_is_missing(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ Pure tests: the run data is written out as the server's documented answers (`/co
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -297,7 +298,6 @@ def test_a_rule_whose_data_is_missing_is_skipped_never_passed() -> None:
         "rules": [
             {"cost": {"max_avg_usd": 1, "max_delta_usd": 1}},
             {"metric": "toxicity_safety", "min_avg": 0.1},
-            {"metric": "relevance", "min_avg": 0.1},
             {"min_avg_score": 0.1},
         ]
     }
@@ -309,7 +309,6 @@ def test_a_rule_whose_data_is_missing_is_skipped_never_passed() -> None:
         "cost.max_avg_usd": "skipped",
         "cost.max_delta_usd": "skipped",
         "metric:toxicity_safety": "skipped",
-        "metric:relevance": "skipped",
         "min_avg_score": "skipped",
     }
     assert not any(r.blocking for r in checked.values())
@@ -319,10 +318,45 @@ def test_a_rule_whose_data_is_missing_is_skipped_never_passed() -> None:
     assert checked["metric:toxicity_safety"].reason == (
         'metric "toxicity_safety" scored no session'
     )
-    assert checked["metric:relevance"].reason == (
-        'no metric "relevance" on this run (metrics: faithfulness, toxicity_safety)'
-    )
     assert checked["min_avg_score"].reason == "no item was scored"
+
+
+def test_a_metric_no_judge_of_the_run_produces_is_missing_and_blocks_at_block() -> None:
+    policy = {
+        "rules": [
+            {"metric": "relevance", "min_avg": 0.1},
+            {"metric": "relevnce", "min_avg": 0.1, "severity": "warn"},
+        ]
+    }
+
+    for status in ("completed", "running"):
+        checked = results(policy, data(status=status))
+
+        blocked, warned = checked["metric:relevance"], checked["metric:relevnce"]
+        assert (blocked.status, blocked.blocking) == ("missing", True)
+        assert (warned.status, warned.severity, warned.blocking) == ("missing", "warn", False)
+        assert blocked.reason == (
+            'no judge of this run produces metric "relevance" (the run\'s metrics: '
+            '"faithfulness", "toxicity_safety"); fix the name in the policy, or create the run '
+            "with that judge (--judge)"
+        )
+
+
+def test_a_metric_of_a_judge_of_the_run_that_scored_nothing_yet_is_skipped_not_missing() -> None:
+    policy = {"rules": [{"metric": "relevance", "min_avg": 0.1}]}
+    judges = {"jdg_f": "faithfulness", "jdg_r": "relevance"}
+
+    finished = replace(data(), judges=judges)
+    running = replace(data(status="running"), judges=judges)
+    unnamed = replace(data(), judges={"jdg_f": "faithfulness", "jdg_r": None})
+
+    assert results(policy, finished)["metric:relevance"].reason == (
+        'metric "relevance" has no score on this run: its judge scored nothing'
+    )
+    assert results(policy, running)["metric:relevance"].reason.startswith("not evaluated")
+    for run in (finished, running, unnamed):
+        rule = results(policy, run)["metric:relevance"]
+        assert (rule.status, rule.blocking) == ("skipped", False)
 
 
 def test_a_percentage_change_from_a_zero_baseline_is_skipped() -> None:

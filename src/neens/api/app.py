@@ -10,10 +10,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
+from fastapi_offline import FastAPIOffline
 
 from neens import __version__
 from neens.api.errors import install_error_handlers
+from neens.api.guards import require_json_content_type, require_known_query_parameters
+from neens.api.middleware import (
+    BodyLimitMiddleware,
+    ErrorEnvelopeMiddleware,
+    JsonDepthMiddleware,
+    UnstorableParameterMiddleware,
+)
+from neens.api.openapi import install_openapi
 from neens.api.routers import (
     agent_connections,
     datasets,
@@ -96,14 +105,25 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
                 if database is None:
                     await db.dispose()
 
-    app = FastAPI(
+    # /docs and /redoc serve their scripts from an installed package: they work offline.
+    app = FastAPIOffline(
         title="Neens",
         version=__version__,
         summary="Which version of your LLM agent is safe to ship, and which model to run it on.",
         lifespan=lifespan,
+        dependencies=[
+            Depends(require_known_query_parameters),
+            Depends(require_json_content_type),
+        ],
     )
     app.state.settings = settings
     install_error_handlers(app)
+    install_openapi(app)
     for module in ROUTERS:
         app.include_router(module.router)
+    # Innermost first: each add wraps the ones before it.
+    app.add_middleware(JsonDepthMiddleware, own_decoders=frozenset({"/v1/traces"}))
+    app.add_middleware(UnstorableParameterMiddleware)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.add_middleware(ErrorEnvelopeMiddleware)
     return app

@@ -1,6 +1,9 @@
 """The single JSON error shape: `{"error": {"code", "message", "field"?}}`.
 
-Every error body Neens sends is built here, so clients parse one shape whatever failed.
+Every error body Neens sends is built here (or, for the guards that run before routing, by
+`neens.api.middleware` with `error_body`), so clients parse one shape whatever failed. A request
+with several invalid fields also carries `errors`, one `{field, message}` per problem; an
+unexpected failure (500) carries `errorId`, the id its traceback is logged under.
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from neens.errors import NeensError
 
@@ -26,6 +32,53 @@ HTTP_CODES = {
     415: "unsupported_media_type",
     422: "unprocessable",
 }
+
+
+class FieldProblem(BaseModel):
+    """One problem of a request that has several."""
+
+    field: str | None = Field(
+        default=None, description="The field, parameter or header at fault, if one is."
+    )
+    message: str = Field(description="What is wrong with it and what to do.")
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    code: str = Field(
+        description="Stable machine-readable code: invalid_input, not_authenticated, forbidden, "
+        "not_found, method_not_allowed, conflict, payload_too_large, unsupported_media_type, "
+        "unprocessable or internal_error."
+    )
+    message: str = Field(description="What is wrong and, where there is one, what to do.")
+    field: str | None = Field(
+        default=None,
+        description="The field, parameter or header at fault (the first one when there are "
+        "several), in the request's own spelling with list positions in brackets.",
+    )
+    errors: list[FieldProblem] | None = Field(
+        default=None, description="Every problem, when the request has more than one."
+    )
+    error_id: str | None = Field(
+        default=None,
+        alias="errorId",
+        description="On a 500: the id the server logged the failure under; quote it when "
+        "reporting the problem.",
+    )
+
+
+class ErrorEnvelope(BaseModel):
+    """The one shape of every error answer."""
+
+    error: ErrorDetail = Field(description="The error: its code, its message and what is at fault.")
+
+
+MAX_PROBLEMS_IN_MESSAGE = 10
+"""A message names this many problems; `errors` lists up to `MAX_LISTED_PROBLEMS`."""
+MAX_LISTED_PROBLEMS = 100
 
 
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
@@ -68,14 +121,105 @@ def field_path(loc: Sequence[Any], body: Any = None) -> str:
 
 
 def _validation_message(err: dict[str, Any], path: str) -> str:
-    if err.get("type") == "missing":
+    kind = err.get("type")
+    if kind == "missing":
         return f"{path} is required"
-    if err.get("type") == "extra_forbidden":
+    if kind == "extra_forbidden":
         return f"{path} is not a known field"
-    if err.get("type") == "json_invalid":
-        return "request body is not valid JSON"
-    message = str(err.get("msg", "is invalid"))
+    ctx = err.get("ctx")
+    if kind == "value_error" and isinstance(ctx, dict) and "error" in ctx:
+        message = str(ctx["error"])  # our own validators' words, without pydantic's prefix
+    else:
+        message = str(err.get("msg", "is invalid"))
     return f"{path}: {message}" if path else message
+
+
+def _json_position_message(err: dict[str, Any], doc: Any) -> str:
+    """`Expecting ',' delimiter at line 2, column 5 (char 17)`, as json reports it."""
+    ctx = err.get("ctx")
+    reason = str(ctx.get("error", "")) if isinstance(ctx, dict) else ""
+    loc = err.get("loc", ())
+    pos = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
+    if pos is None or not isinstance(doc, str):
+        return f"request body is not valid JSON: {reason}".rstrip(": ")
+    line = doc.count("\n", 0, pos) + 1
+    column = pos - doc.rfind("\n", 0, pos)
+    return (
+        f"request body is not valid JSON: {reason or 'syntax error'} "
+        f"at line {line}, column {column} (char {pos})"
+    )
+
+
+def _required_fields(request: Request) -> list[str]:
+    """The required top-level fields of the route's JSON body, as the client spells them."""
+    route = request.scope.get("route")
+    body_field = getattr(route, "body_field", None)
+    field_info = getattr(body_field, "field_info", None)
+    model = getattr(field_info, "annotation", None)
+    fields = getattr(model, "model_fields", None)
+    if not isinstance(fields, dict):
+        return []
+    return [info.alias or name for name, info in fields.items() if info.is_required()]
+
+
+def _problem(err: dict[str, Any], body: Any) -> tuple[str, str]:
+    """One validation error as (field, message)."""
+    loc = err.get("loc", ())
+    path = field_path(loc, body if loc and loc[0] == "body" else None)
+    if err.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+        ctx = err.get("ctx")
+        tag = str(ctx.get("discriminator", "") if isinstance(ctx, dict) else "").strip("'")
+        path = f"{path}.{tag}" if path else tag
+    return path, _validation_message(err, path)
+
+
+def validation_error_body(
+    request: Request, exc: RequestValidationError
+) -> tuple[int, dict[str, Any]]:
+    """Every problem of the request, each with its field; `field` is the first one's."""
+    errors = list(exc.errors()) or [{"loc": (), "msg": "invalid request"}]
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        return 400, error_body(HTTP_CODES[400], _json_position_message(first, exc.body))
+    if first.get("type") == "missing" and tuple(first.get("loc", ())) == ("body",):
+        required = _required_fields(request)
+        names = ", ".join(required)
+        message = (
+            f"the request body is empty: send a JSON object with {names}"
+            if required
+            else "the request body is empty: send a JSON object"
+        )
+        return 422, error_body(HTTP_CODES[422], message, required[0] if required else "body")
+    problems = [_problem(err, exc.body) for err in errors[:MAX_LISTED_PROBLEMS]]
+    message = "; ".join(message for _, message in problems[:MAX_PROBLEMS_IN_MESSAGE])
+    if len(errors) > MAX_PROBLEMS_IN_MESSAGE:
+        listed = min(len(errors), MAX_LISTED_PROBLEMS)
+        message += (
+            f"; and {len(errors) - MAX_PROBLEMS_IN_MESSAGE} more problems "
+            f"({listed} of {len(errors)} listed in errors)"
+        )
+    body = error_body(HTTP_CODES[422], message, problems[0][0] or None)
+    if len(problems) > 1:
+        body["error"]["errors"] = [
+            {"field": field or None, "message": message} for field, message in problems
+        ]
+    return 422, body
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _allowed_methods(request: Request) -> str | None:
+    """Every method the path answers to: Starlette names only the first route that matched."""
+    routes = request.app.router.routes
+    allowed = [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
+        )
+    ]
+    return ", ".join(allowed) or None
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -86,26 +230,36 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = list(exc.errors())
-        first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-        loc = first.get("loc", ())
-        path = field_path(loc, exc.body if loc and loc[0] == "body" else None)
-        if first.get("type") in ("union_tag_invalid", "union_tag_not_found"):
-            ctx = first.get("ctx")
-            tag = str(ctx.get("discriminator", "") if isinstance(ctx, dict) else "").strip("'")
-            path = f"{path}.{tag}" if path else tag
-        status = 400 if first.get("type") == "json_invalid" else 422
-        message = _validation_message(first, path)
-        if len(errors) > 1:
-            message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-        return JSONResponse(
-            error_body(HTTP_CODES[status], message, path or None), status_code=status
+    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        status, body = validation_error_body(request, exc)
+        return JSONResponse(body, status_code=status)
+
+    @app.exception_handler(DataError)
+    async def _unstorable_text(_: Request, exc: DataError) -> JSONResponse:
+        """PostgreSQL refuses a NUL character in any text or JSON it is given, even to compare.
+
+        Fields Neens stores refuse NUL when validated; this catches the rest (an id the request
+        only looked something up by, which SQLite would simply not find, or a JSON key).
+        """
+        reason = str(exc.orig)
+        if "NUL (0x00)" not in reason and "\\u0000 cannot be converted" not in reason:
+            raise exc
+        message = (
+            "a text value in this request holds a NUL character (\\u0000), which no value "
+            "stored in Neens can contain; remove it"
         )
+        return JSONResponse(error_body(HTTP_CODES[422], message), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = HTTP_CODES.get(exc.status_code, "http_error")
-        return JSONResponse(
-            error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers
-        )
+        headers = dict(exc.headers or {})
+        message = str(exc.detail)
+        if exc.status_code == 405:
+            allowed = _allowed_methods(request)
+            if allowed:
+                headers["Allow"] = allowed
+                message = f"{request.method} is not allowed here; this path answers {allowed}"
+        elif exc.status_code == 400 and message == "There was an error parsing the body":
+            message = "request body is not valid JSON: it is not UTF-8 text or nests too deeply"
+        return JSONResponse(error_body(code, message), status_code=exc.status_code, headers=headers)

@@ -96,8 +96,29 @@ async def list_keys(db: Database) -> list[KeyInfo]:
         ]
 
 
+async def keys_matching(db: Database, text: str) -> list[str]:
+    """The ids of the keys `text` names: the key whose id it is, else every key whose id starts
+    with it (so `keys revoke` takes the first characters `keys list` shows, when unique)."""
+    text = text.strip()
+    if not text:
+        return []
+    async with db.read() as s:
+        exact = await s.scalar(select(ApiKey.id).where(ApiKey.id == text))
+        if exact is not None:
+            return [exact]
+        rows = await s.scalars(
+            select(ApiKey.id)
+            .where(ApiKey.id.startswith(text, autoescape=True))
+            .order_by(ApiKey.created_at)
+        )
+        return list(rows)
+
+
 async def revoke_key(db: Database, key_id: str) -> bool:
-    """Revoke a key by id; False when there is no such key. Revoking twice keeps the first time."""
+    """Revoke a key by id; False when there is no such key. Revoking twice keeps the first time.
+
+    A server that checked the key in the last `KEY_MEMO_SECONDS` still remembers it: the key
+    stops working there within that many seconds (at once in this process)."""
     async with db.write() as s:
         row = await s.get(ApiKey, key_id)
         if row is None:
@@ -109,8 +130,8 @@ async def revoke_key(db: Database, key_id: str) -> bool:
 
 
 KEY_MEMO_SECONDS = 5.0
-"""How long a server remembers a resolved key. Revoking through this server takes effect at
-once; a revocation made elsewhere (the CLI, another server) within this many seconds."""
+"""How long a server process remembers a resolved key. `neens keys revoke` runs in its own
+process, so a running server stops accepting a revoked key within this many seconds."""
 
 
 async def resolve_key(db: Database, key: str) -> Principal | None:

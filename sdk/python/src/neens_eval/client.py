@@ -6,7 +6,12 @@ acting twice is harmless. GET and PUT are idempotent, so every connection failur
 have reached the application: the connection was refused or failed while the request was being
 sent, or the server said 503 (not taking requests). A POST that times out waiting for its answer,
 whose connection drops afterwards, or that meets a 502/504 from a proxy is reported at once as
-`Unreachable`, saying it may have been applied, rather than risking a duplicate.
+`Unreachable` with `maybe_applied` set, rather than risking a duplicate; the caller can look on
+the server for what it may have created once the server answers again.
+
+Retries go on for a time window (`RetryPolicy.window_s`, 60 s by default, `NEENS_RETRY_WINDOW`
+to change it), with a backoff that doubles up to a cap, so a server restart or a short outage
+does not fail a CI job.
 
 Redirects are never followed: urllib would replay the `Authorization` header to wherever the
 redirect points, and a redirect almost always means `NEENS_BASE_URL` is slightly wrong (http
@@ -23,8 +28,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from email.message import Message
 from typing import IO, Any
 
@@ -33,6 +38,7 @@ from neens_eval.errors import ApiError, ConfigError, Unreachable
 
 BASE_URL_VAR = "NEENS_BASE_URL"
 API_KEY_VAR = "NEENS_API_KEY"
+RETRY_WINDOW_VAR = "NEENS_RETRY_WINDOW"
 RETRY_STATUSES = frozenset({502, 503, 504})
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 
@@ -41,30 +47,68 @@ Params = Mapping[str, str | int | bool | None]
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """How many times a request is tried, and how long to wait between tries.
+    """How long a request is retried, and how long to wait between tries.
 
-    The wait before retry number n (from 0) is `backoff * 2**n`, capped at `max_backoff`. The
-    defaults ride out a server restart (about 3.5 seconds in all) without stalling a CI job.
+    A request is tried again until `window_s` seconds have passed since its first try (the last
+    wait is shortened so one try lands at the end of the window). The wait before retry number
+    n (from 0) is `backoff * 2**n`, capped at `max_backoff`. The default window rides out a
+    server restart or a short outage without stalling a CI job for long.
     """
 
-    attempts: int = 4
-    """Total tries, the first included; 1 disables retries."""
+    window_s: float = 60.0
+    """How long retries may go on, from the first try; 0 disables retries."""
     backoff: float = 0.5
-    max_backoff: float = 4.0
+    max_backoff: float = 5.0
+    attempts: int | None = None
+    """An optional cap on the tries, the first included (None: only the window counts)."""
 
     def __post_init__(self) -> None:
-        if self.attempts < 1:
+        if self.attempts is not None and self.attempts < 1:
             raise ValueError("RetryPolicy.attempts must be at least 1")
-        if self.backoff < 0 or self.max_backoff < 0:
-            raise ValueError("RetryPolicy delays must not be negative")
+        if self.backoff < 0 or self.max_backoff < 0 or self.window_s < 0:
+            raise ValueError("RetryPolicy delays and window must not be negative")
 
     def delay(self, retry: int) -> float:
         """Seconds to wait before retry number `retry` (0 for the first retry)."""
-        return float(min(self.backoff * 2**retry, self.max_backoff))
+        return float(min(self.backoff * 2 ** min(retry, 64), self.max_backoff))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RetryPolicy:
+        """The default policy, with the window from NEENS_RETRY_WINDOW when it is set."""
+        env = os.environ if environ is None else environ
+        text = env.get(RETRY_WINDOW_VAR, "").strip()
+        if not text:
+            return DEFAULT_RETRY
+        return replace(DEFAULT_RETRY, window_s=parse_window(text, RETRY_WINDOW_VAR))
+
+
+def parse_window(text: str, what: str) -> float:
+    """A retry window in seconds (0 or more), or a `ConfigError` naming `what`."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 and value != float("inf")):
+        raise ConfigError(
+            f"{what}: {text!r} is not a number of seconds (0 or more), such as 60; it is how "
+            f"long Neens is retried when it does not answer"
+        )
+    return value
 
 
 DEFAULT_RETRY = RetryPolicy()
 """Used when a `Client` is built without an explicit policy (read at construction time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryNotice:
+    """Passed to `Client.on_retry` before each wait: what failed and how long it has lasted."""
+
+    method: str
+    path: str
+    problem: str
+    waited_s: float
+    window_s: float
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -107,6 +151,8 @@ class Client:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.retry = retry if retry is not None else DEFAULT_RETRY
+        self.on_retry: Callable[[RetryNotice], None] | None = None
+        """Called before each wait between tries, to show that Neens is being waited for."""
         self._api_key = api_key
         self._opener = urllib.request.build_opener(_NoRedirect())
 
@@ -142,6 +188,8 @@ class Client:
         ):
             if problem:
                 raise ConfigError(f"{name}: {problem}")
+        if retry is None:
+            retry = RetryPolicy.from_env(env)
         return cls(base_url, api_key, timeout, retry=retry)
 
     def get(self, path: str, params: Params | None = None) -> Any:
@@ -181,24 +229,26 @@ class Client:
         }
         idempotent = method in _IDEMPOTENT_METHODS
         problem = ""
-        for attempt in range(self.retry.attempts):
-            if attempt:
-                time.sleep(self.retry.delay(attempt - 1))
+        started = time.monotonic()
+        tries = 0
+        while True:
+            tries += 1
             request = urllib.request.Request(url, data=data, headers=headers, method=method)
             try:
                 with self._opener.open(request, timeout=self.timeout) as response:
                     status: int = response.status
                     payload: bytes = response.read()
+                return self._decode(status, payload, method, path)
             except urllib.error.HTTPError as exc:
                 status, payload = exc.code, _read_quietly(exc)
                 if status in RETRY_STATUSES:
                     problem = f"HTTP {status} {exc.reason}"
-                    if idempotent or status == 503:
-                        continue
-                    raise self._maybe_applied(method, path, problem) from None
-                if 300 <= status < 400:
+                    if not (idempotent or status == 503):
+                        raise self._maybe_applied(method, path, problem) from None
+                elif 300 <= status < 400:
                     raise self._redirected(status, exc.headers.get("Location")) from None
-                raise ApiError.from_body(status, str(exc.reason), payload) from None
+                else:
+                    raise ApiError.from_body(status, str(exc.reason), payload) from None
             except urllib.error.URLError as exc:
                 # urllib wraps failures that happen before the request is fully sent (DNS,
                 # connect, refused, connect timeout), so the server cannot have acted on it.
@@ -211,18 +261,24 @@ class Client:
                 if not isinstance(reason, OSError):
                     raise ConfigError(f"{BASE_URL_VAR}: cannot request {url} ({reason})") from None
                 problem = _describe(reason)
-                continue
             except (OSError, http.client.HTTPException) as exc:
                 # Raised while waiting for or reading the answer: the request was sent.
                 problem = _describe(exc)
-                if idempotent:
-                    continue
-                raise self._maybe_applied(method, path, problem) from None
-            return self._decode(status, payload, method, path)
+                if not idempotent:
+                    raise self._maybe_applied(method, path, problem) from None
+            waited = time.monotonic() - started
+            left = self.retry.window_s - waited
+            if left <= 0 or (self.retry.attempts is not None and tries >= self.retry.attempts):
+                break
+            if self.on_retry is not None:
+                self.on_retry(RetryNotice(method, path, problem, waited, self.retry.window_s))
+            time.sleep(min(self.retry.delay(tries - 1), left))
         raise Unreachable(
-            f"could not reach Neens at {self.base_url} after {self.retry.attempts} "
-            f"{'attempt' if self.retry.attempts == 1 else 'attempts'} ({problem}); check "
-            f"{BASE_URL_VAR} and that the server is running"
+            f"could not reach Neens at {self.base_url} after {tries} "
+            f"{'attempt' if tries == 1 else 'attempts'} over "
+            f"{time.monotonic() - started:.0f} s ({problem}); check {BASE_URL_VAR} and that "
+            f"the server is running (retries last {self.retry.window_s:g} s, "
+            f"{RETRY_WINDOW_VAR} changes it)"
         )
 
     def _decode(self, status: int, payload: bytes, method: str, path: str) -> Any:
@@ -241,7 +297,8 @@ class Client:
     def _maybe_applied(self, method: str, path: str, problem: str) -> Unreachable:
         return Unreachable(
             f"no answer from Neens at {self.base_url} to {method} {path} ({problem}); the "
-            f"request may or may not have been applied, so check before running it again"
+            f"request may or may not have been applied, so check before running it again",
+            maybe_applied=True,
         )
 
     def _redirected(self, status: int, location: str | None) -> ApiError:

@@ -17,12 +17,14 @@ import argparse
 import difflib
 import json
 import re
+import sys
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from neens_eval.client import Client
+from neens_eval.client import Client, RetryNotice
 from neens_eval.errors import ApiError, ConfigError
 
 if TYPE_CHECKING:
@@ -110,8 +112,10 @@ def push_command(args: argparse.Namespace) -> int:
         raise ConfigError("--name must not be empty; give the dataset's name")
     numbered = _read_numbered_items(args.file)
     items = [item for _, item in numbered]
+    client = Client.from_env()
+    client.on_retry = _say_retrying()
     try:
-        result = push_dataset(Client.from_env(), name, items, golden=args.golden)
+        result = push_dataset(client, name, items, golden=args.golden)
     except ApiError as exc:
         # The server names a refused item by position (`items[6].input`); point at its line.
         match = _ITEM_FIELD.match(exc.field or "")
@@ -120,6 +124,23 @@ def push_command(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.file}:{numbered[int(match[1])][0]}: {exc}") from exc
     print(json.dumps(result.to_json()) if args.as_json else result.describe())
     return 0
+
+
+def _say_retrying() -> Callable[[RetryNotice], None]:
+    """Say on standard error that Neens is being waited for: at once, then every 10 seconds."""
+    said_at: list[float] = []
+
+    def say(notice: RetryNotice) -> None:
+        if said_at and notice.waited_s - said_at[-1] < 10:
+            return
+        said_at.append(notice.waited_s)
+        sys.stderr.write(
+            f"neens: Neens does not answer {notice.method} {notice.path} ({notice.problem}); "
+            f"retrying for up to {max(notice.window_s - notice.waited_s, 0):.0f} s more\n"
+        )
+        sys.stderr.flush()
+
+    return say
 
 
 def read_items(path: Path) -> list[dict[str, Any]]:

@@ -90,9 +90,17 @@ class AuthError(ApiError):
 
 
 class Unreachable(NeensClientError):
-    """No usable answer from the server after every retry: refused, reset, timed out, or 502-504."""
+    """No usable answer from the server after every retry: refused, reset, timed out, or 502-504.
+
+    `maybe_applied` is set when a request that creates something was sent but got no answer:
+    the server may have acted on it, so it was not sent again.
+    """
 
     exit_code = EXIT_UNREACHABLE
+
+    def __init__(self, message: str, *, maybe_applied: bool = False) -> None:
+        super().__init__(message)
+        self.maybe_applied = maybe_applied
 
 
 def _one_line(text: str) -> str:

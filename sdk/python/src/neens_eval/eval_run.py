@@ -1,8 +1,9 @@
 """`neens eval run` and `neens eval push`: drive a pre-prod run to a verdict and exit with it.
 
-    neens eval run --create --dataset ds_… --version-label "$GIT_SHA" -- python -m myagent
+    neens eval run --create --dataset support-golden --version-label "$GIT_SHA" -- python -m myagent
     neens eval run --run-id ppr_… -- python -m myagent
-    neens eval push --dataset ds_… --version-label "$GIT_SHA" --agent-connection conn_…
+    neens eval push --dataset support-golden --version-label "$GIT_SHA" --agent-connection conn_…
+    neens eval push --run-id ppr_…     # follow any run again, after a restart or a lost job
 
 `run` (you run the agent) fetches the run's frozen prompts and invokes the command once per item
 still pending, with the prompt on stdin and in $NEENS_ITEM_INPUT and the correlation attributes
@@ -16,6 +17,11 @@ records it on the server as an error (`POST /preprod-evals/{id}/items/{item}/err
 finishes with that failure counted in its verdict; the command still exits 1, since part of the
 golden set was not run. When the server cannot record it, the run is left open and
 `neens eval run --run-id` runs just the missing items after the fix.
+
+Every request is retried while the server does not answer, for the retry window (`--retry-window`,
+`NEENS_RETRY_WINDOW`, 60 s by default), so a server restart while a run is waited for costs a
+pause, not the CI job. A create request that got no answer is not sent again: once the server
+answers, the run it may have created is looked up, and followed when it is found.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -32,13 +39,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from neens_eval import correlation
-from neens_eval.client import Client
-from neens_eval.errors import EXIT_UNREACHABLE, ApiError, ConfigError, NeensClientError
+from neens_eval.client import RETRY_WINDOW_VAR, Client, RetryNotice, RetryPolicy, parse_window
+from neens_eval.errors import (
+    EXIT_UNREACHABLE,
+    ApiError,
+    ConfigError,
+    NeensClientError,
+    Unreachable,
+)
 from neens_eval.gate_policy import (
     POLICY_ENV_VAR,
     GatePolicy,
@@ -50,8 +64,16 @@ from neens_eval.gate_policy import (
     with_flag_rules,
 )
 from neens_eval.invoke import Invoker, ItemRun, check_command
-from neens_eval.summary import EvalResult, NotRun, Outcome, write_json, write_summary
-from neens_eval.waiting import TERMINAL, Poller, Progress, WaitResult, wait_for_verdict
+from neens_eval.summary import (
+    EvalResult,
+    NotRun,
+    Outcome,
+    describe_last_seen,
+    follow_command,
+    write_json,
+    write_summary,
+)
+from neens_eval.waiting import TERMINAL, LastSeen, Poller, Progress, WaitResult, wait_for_verdict
 
 if TYPE_CHECKING:
     from neens_eval.cli import Subparsers
@@ -59,6 +81,7 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT_S: Final = 600.0
 DEFAULT_ITEM_TIMEOUT_S: Final = 300.0
 SERVER_POLL_DURING_RUN_S: Final = 2.0
+RECENT_RUNS: Final = 50
 _WINDOW = re.compile(r"^[1-9][0-9]{0,3}[mhd]$")
 
 EXIT_CODES_HELP: Final = """\
@@ -67,7 +90,8 @@ exit codes:
   1  the gate failed: the server gate, a `block` rule, or items whose command failed
   2  usage or configuration error: a bad flag or policy file, a missing NEENS_BASE_URL or
      NEENS_API_KEY, a refused key, a dataset without a golden version
-  3  no verdict: the server could not be reached after retries, or --timeout ran out
+  3  no verdict: the server could not be reached for the whole retry window, or --timeout
+     ran out
 """
 
 CREATE_ONLY = (
@@ -79,6 +103,7 @@ CREATE_ONLY = (
     ("min_pass_rate", "--min-pass-rate"),
     ("max_regressions", "--max-regressions"),
     ("judges", "--judge"),
+    ("agent_connection", "--agent-connection"),
 )
 
 
@@ -109,13 +134,17 @@ def register(subparsers: Subparsers) -> None:
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage=(
-            "neens eval run (--create --dataset ID --version-label LABEL | --run-id ID) "
+            "neens eval run (--create --dataset NAME|ID --version-label LABEL | --run-id ID) "
             "[options] -- COMMAND [ARG ...]"
         ),
     )
     which = run.add_argument_group("which run")
     which.add_argument("--create", action="store_true", help="create a new run and drive it")
-    which.add_argument("--run-id", metavar="ID", help="drive an existing run (ppr_…)")
+    which.add_argument(
+        "--run-id",
+        metavar="ID",
+        help="drive an existing run (ppr_…): run its pending items, or just wait for a push run",
+    )
     _add_create_options(run)
     invoking = run.add_argument_group("running the agent")
     invoking.add_argument(
@@ -141,16 +170,25 @@ def register(subparsers: Subparsers) -> None:
         help="have Neens call your agent endpoint once per golden prompt, then gate",
         description=(
             "Create a push-mode run: Neens calls the agent connection with every golden prompt "
-            "and scores the answers. Wait for the verdict and exit with it."
+            "and scores the answers. Wait for the verdict and exit with it. With --run-id, "
+            "follow an existing run (push or runner mode) instead, and gate on it."
         ),
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage=(
+            "neens eval push (--dataset NAME|ID --version-label LABEL --agent-connection ID | "
+            "--run-id ID) [options]"
+        ),
     )
     push.add_argument(
         "--agent-connection",
-        required=True,
         metavar="ID",
         help="the agent connection Neens calls (conn_…), see POST /agent-connections",
+    )
+    push.add_argument(
+        "--run-id",
+        metavar="ID",
+        help="follow an existing run (ppr_…) to its verdict instead of creating one",
     )
     _add_create_options(push)
     _add_gate_options(push)
@@ -159,7 +197,11 @@ def register(subparsers: Subparsers) -> None:
 
 def _add_create_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("creating the run")
-    group.add_argument("--dataset", metavar="ID", help="the golden dataset (ds_…)")
+    group.add_argument(
+        "--dataset",
+        metavar="NAME|ID",
+        help="the golden dataset: its name, or its id (ds_…)",
+    )
     group.add_argument(
         "--version-label", metavar="LABEL", help="what is evaluated: a git SHA, pr-482, …"
     )
@@ -244,6 +286,13 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
         help=f"how long to wait for the verdict (default {DEFAULT_TIMEOUT_S:g}); then exit 3",
     )
     output.add_argument(
+        "--retry-window",
+        type=_window,
+        metavar="SECONDS",
+        help=f"how long to keep retrying while Neens does not answer, then exit 3 (default: "
+        f"${RETRY_WINDOW_VAR}, else 60)",
+    )
+    output.add_argument(
         "--no-gate",
         action="store_true",
         help="print the gate but exit 0 when it fails (usage errors still exit 2)",
@@ -291,49 +340,74 @@ def run_command(args: argparse.Namespace) -> int:
         )
     if args.create:
         _require_create_fields(args)
+        check_command(args.command, os.environ)
     else:
-        given = [flag for attr, flag in CREATE_ONLY if getattr(args, attr) is not None]
-        if given:
-            several = len(given) > 1
-            raise ConfigError(
-                f"{', '.join(given)} {'are' if several else 'is'} only for creating a run "
-                f"(--create): run {args.run_id} keeps the dataset, baseline, judges and server "
-                f"gate it was created with; drop {'them' if several else 'it'} (client-side "
-                f"rules such as --min-avg-score or --gate-policy still apply)"
-            )
-    check_command(args.command, os.environ)
+        _refuse_create_flags(args, "--run-id")
+        if args.command:
+            check_command(args.command, os.environ)
     policy = _policy(args)
-    client = Client.from_env()
     progress = Progress(sys.stderr)
+    client = _client(args, progress)
     with _terminate_as_interrupt():
         if args.create:
-            run = _create_run(client, args, policy, runner_mode="runner")
-            url = _url(client, run)
-            progress.log(f"neens: created run {run['id']} ({run.get('itemCount')} items): {url}")
-        else:
-            run = Poller(client, args.run_id).run()
-            if run.get("runnerMode") == "push":
-                raise ConfigError(
-                    f"{args.run_id} is a push-mode run: Neens calls the agent itself; nothing "
-                    f"to run here"
-                )
-            _warn_gate_not_applied(policy, run, progress)
+            run = _create_run(client, args, policy, runner_mode="runner", progress=progress)
+            progress.log(
+                f"neens: created run {run['id']} ({run.get('itemCount')} items); "
+                f"{_follow_hint(run, args.command)}"
+            )
+            return _drive(client, run, args, policy, progress)
+        run = Poller(client, args.run_id).run()
+        _warn_gate_not_applied(policy, run, progress)
+        if run.get("runnerMode") == "push" or not args.command:
+            return _follow(client, run, args, policy, progress)
         return _drive(client, run, args, policy, progress)
 
 
 @_report_only
 def push_command(args: argparse.Namespace) -> int:
-    """`neens eval push`: create a push-mode run, wait for it, gate."""
+    """`neens eval push`: create a push-mode run (or follow one by id), wait for it, gate."""
     _refuse_project_id(args)
-    _require_create_fields(args)
+    if args.run_id:
+        _refuse_create_flags(args, "--run-id")
+    else:
+        _require_create_fields(args)
+        if not (args.agent_connection or "").strip():
+            raise ConfigError(
+                "--agent-connection is required to create a push run: the agent connection "
+                "Neens calls (conn_…); or give --run-id ppr_… to follow an existing run"
+            )
     policy = _policy(args)
-    client = Client.from_env()
     progress = Progress(sys.stderr)
-    run = _create_run(client, args, policy, runner_mode="push")
+    client = _client(args, progress)
+    if args.run_id:
+        run = Poller(client, args.run_id).run()
+        _warn_gate_not_applied(policy, run, progress)
+        return _follow(client, run, args, policy, progress)
+    run = _create_run(client, args, policy, runner_mode="push", progress=progress)
     progress.log(
         f"neens: created push run {run['id']} ({run.get('itemCount')} items), Neens is calling "
-        f"{args.agent_connection}: {_url(client, run)}"
+        f"{args.agent_connection}; {_follow_hint(run)}"
     )
+    return _conclude(client, run, args, policy, progress, runs={})
+
+
+def _follow(
+    client: Client,
+    run: dict[str, Any],
+    args: argparse.Namespace,
+    policy: GatePolicy,
+    progress: Progress,
+) -> int:
+    """Wait for an existing run's verdict and gate on it, without running anything."""
+    mode = run.get("runnerMode")
+    if mode == "push":
+        progress.log(f"neens: following push run {run['id']}: Neens calls the agent itself")
+    elif run.get("status") not in TERMINAL and _run_count(run, "pending"):
+        progress.log(
+            f"neens: following runner run {run['id']} without an agent command: its "
+            f"{_run_count(run, 'pending')} pending items are left to whatever runs them (give the "
+            f"command after -- with `neens eval run --run-id` to run them here)"
+        )
     return _conclude(client, run, args, policy, progress, runs={})
 
 
@@ -348,7 +422,7 @@ def _drive(
     try:
         items = poller.items()
     except NeensClientError as exc:
-        _no_verdict(client, run, args, policy, progress, exc)
+        _no_verdict(client, run, args, policy, progress, exc, LastSeen(datetime.now(UTC), run))
     pending = [item for item in items if item.get("status") == "pending"]
     if run.get("status") in TERMINAL:
         progress.log(f"neens: run {run['id']} is already {run['status']}; nothing to run")
@@ -448,6 +522,7 @@ def _conclude(
     """Wait for the verdict, read everything the summary needs, print it, return the exit code."""
     run_id = str(run["id"])
     poller = Poller(client, run_id)
+    poller.last_seen = LastSeen(datetime.now(UTC), run)
     failed_locally = {item_id for item_id, result in runs.items() if not result.ok}
     if runs:
         progress.log(
@@ -489,7 +564,7 @@ def _conclude(
         result = _read_result(client, poller, waited, args, policy, runs, reported)
     except NeensClientError as exc:
         progress.close()
-        _no_verdict(client, run, args, policy, progress, exc)
+        _no_verdict(client, run, args, policy, progress, exc, poller.last_seen)
     _emit(result, args)
     return result.exit_code
 
@@ -515,9 +590,10 @@ def _read_result(
         metrics = [row for row in listed or [] if isinstance(row, dict)]
     stored_gate = run.get("gate") if isinstance(run.get("gate"), dict) else None
     evaluated_policy = replace(policy, gate=stored_gate or None)
+    judges = _judge_names(client, run) if any(c.metric for c in policy.checks) else {}
     rules = evaluate(
         evaluated_policy,
-        RunData(str(run.get("status")), items, comparison, metrics),
+        RunData(str(run.get("status")), items, comparison, metrics, judges),
     )
     by_id = {str(item.get("item_id")): item for item in items}
     not_run: list[NotRun] = []
@@ -559,7 +635,37 @@ def _read_result(
         policy_source=policy.source,
         warnings=warnings,
         command=list(getattr(args, "command", None) or []),
+        last_seen=poller.last_seen.to_json() if poller.last_seen else None,
     )
+
+
+def _judge_names(client: Client, run: Mapping[str, Any]) -> dict[str, str | None]:
+    """For metric rules: the run's judges and the components of its composites (scored and
+    listed in `/metrics` too), each with its name, the metric it produces; None when the name
+    cannot be read (a key whose role may not read judges)."""
+    names: dict[str, str | None] = {}
+    queue = [str(judge_id) for judge_id in run.get("judgeDeploymentIds") or []]
+    while queue:
+        judge_id = queue.pop(0)
+        if judge_id in names:
+            continue
+        try:
+            judge = client.get(f"/judges/{urllib.parse.quote(judge_id, safe='')}")
+        except ApiError as exc:
+            if exc.status >= 500:
+                raise
+            judge = None
+        judge = judge if isinstance(judge, dict) else {}
+        name = judge.get("name")
+        names[judge_id] = name if isinstance(name, str) else None
+        config = judge.get("config")
+        if judge.get("type") == "composite" and isinstance(config, dict):
+            queue.extend(
+                str(part["judgeId"])
+                for part in config.get("components") or []
+                if isinstance(part, dict) and part.get("judgeId")
+            )
+    return names
 
 
 def _no_verdict(
@@ -569,28 +675,35 @@ def _no_verdict(
     policy: GatePolicy,
     progress: Progress,
     error: NeensClientError,
+    last_seen: LastSeen | None,
 ) -> NoReturn:
-    """The server went away (or broke) after the run was created: say where the run is, write
-    the `--json` result when asked, and let the error be reported with its exit code."""
+    """The server went away (or broke) after the run was created: say where the run is and what
+    was last seen of it, write the `--json` result when asked, and let the error be reported
+    with its exit code."""
     if error.exit_code != EXIT_UNREACHABLE:
         raise error
+    seen = last_seen.run if last_seen is not None else run
     result = EvalResult(
         run_id=str(run["id"]),
         url=_url(client, run),
         mode=str(run.get("runnerMode", "runner")),
         version_label=str(run.get("versionLabel", "")),
-        run=run,
+        run=seen,
         outcome="unreachable",
         enforce=not args.no_gate,
         timeout_s=args.timeout,
         policy_source=policy.source,
         error=str(error),
+        last_seen=last_seen.to_json() if last_seen is not None else None,
+        command=list(getattr(args, "command", None) or []),
     )
     if args.as_json:
         write_json(result, sys.stdout)
+    if result.last_seen is not None:
+        progress.log(f"neens: {describe_last_seen(result.last_seen)}")
     progress.log(
-        f"neens: no verdict for {result.run_id}; the run itself is kept by the server: check it "
-        f"at {result.url} once the server is back"
+        f"neens: no verdict for {result.run_id}; the server keeps the run: once it is back, "
+        f"follow it again with `{follow_command(result)}`"
     )
     raise error
 
@@ -612,8 +725,10 @@ def _create_run(
     policy: GatePolicy,
     *,
     runner_mode: str,
+    progress: Progress,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"dataset_id": args.dataset, "version_label": args.version_label}
+    dataset_id = _dataset_id(client, args.dataset.strip())
+    body: dict[str, Any] = {"dataset_id": dataset_id, "version_label": args.version_label}
     if args.name is not None:
         body["name"] = args.name
     if args.dataset_version is not None:
@@ -628,19 +743,111 @@ def _create_run(
     gate = server_gate(policy, args)
     if gate:
         body["gate"] = gate
+    known = _recent_run_ids(client, dataset_id)
     try:
         created = client.post("/preprod-evals", body)
+    except Unreachable as exc:
+        if not exc.maybe_applied:
+            raise
+        created = _run_created_by(client, body, known, exc, progress)
     except ApiError as exc:
         if exc.status == 422 and exc.field == "dataset_id" and "golden" in exc.message:
             raise ConfigError(
                 f"{exc}; push a golden version with `neens datasets push FILE.jsonl --name NAME "
                 f"--golden`, or pin one with --dataset-version dsv_…"
             ) from exc
+        if exc.status == 404 and exc.field == "dataset_id":
+            raise ConfigError(
+                f"{exc}; give --dataset the dataset's name (as given to `neens datasets push "
+                f"--name`) or its id (ds_…), which that command prints"
+            ) from exc
         raise
     run = _object(created, "POST /preprod-evals")
     if not isinstance(run.get("id"), str):
         raise ApiError(200, "unexpected_response", "POST /preprod-evals answered without an id")
     return run
+
+
+def _dataset_id(client: Client, dataset: str) -> str:
+    """`--dataset` as an id: a `ds_…` value is one already; anything else is a dataset name."""
+    if dataset.startswith("ds_"):
+        return dataset
+    listing = _object(client.get("/datasets", {"name": dataset}), "GET /datasets")
+    found = [row for row in listing.get("datasets") or [] if isinstance(row, dict)]
+    if found and isinstance(found[0].get("id"), str):
+        return str(found[0]["id"])
+    raise ConfigError(
+        f"--dataset: no dataset named {dataset!r} in this project; give the name you pushed it "
+        f"with (`neens datasets push FILE.jsonl --name NAME --golden`) or its id (ds_…)"
+    )
+
+
+def _recent_run_ids(client: Client, dataset_id: str) -> list[str]:
+    """The dataset's newest runs before a create, so that a create whose answer was lost can
+    be told apart from the runs that were there already."""
+    listing = _object(
+        client.get("/preprod-evals", {"dataset_id": dataset_id, "limit": RECENT_RUNS}),
+        "GET /preprod-evals",
+    )
+    return [str(row.get("id")) for row in listing.get("runs") or [] if isinstance(row, dict)]
+
+
+def _run_created_by(
+    client: Client,
+    body: Mapping[str, Any],
+    known: Sequence[str],
+    error: Unreachable,
+    progress: Progress,
+) -> dict[str, Any]:
+    """The run a create request that got no answer made, found once the server answers again.
+
+    The request is never sent twice. Exactly one new run of the dataset with the same version
+    label, name, mode and connection is the one it created; none means nothing was created; more
+    than one cannot be told apart, so the user picks one with --run-id.
+    """
+    progress.log(
+        "neens: the request creating the run got no answer; looking on the server for the run "
+        "it may have created (it is not sent twice)"
+    )
+    dataset_id = str(body["dataset_id"])
+    try:
+        listing = _object(
+            client.get("/preprod-evals", {"dataset_id": dataset_id, "limit": RECENT_RUNS}),
+            "GET /preprod-evals",
+        )
+    except NeensClientError as exc:
+        raise Unreachable(
+            f"{error}; looking for the run it may have created failed too ({exc}): once Neens "
+            f"answers, list the dataset's runs (GET /preprod-evals?dataset_id={dataset_id}) and "
+            f"follow the run of {body['version_label']}, if there is one, with "
+            f"`neens eval push --run-id ID`"
+        ) from None
+    before = set(known)
+    new: list[dict[str, Any]] = []
+    for row in listing.get("runs") or []:  # newest first: stop at the first run seen before
+        if not isinstance(row, dict) or row.get("id") in before:
+            break
+        new.append(row)
+    wanted = {
+        "versionLabel": body["version_label"],
+        "name": body.get("name", body["version_label"]),
+        "runnerMode": body.get("runner_mode", "runner"),
+        "agentConnectionId": body.get("agent_connection_id"),
+    }
+    matches = [row for row in new if all(row.get(k) == v for k, v in wanted.items())]
+    if len(matches) == 1:
+        progress.log(f"neens: the server did create run {matches[0]['id']}; following it")
+        return matches[0]
+    if not matches:
+        raise Unreachable(
+            f"{error}: the server answers again and has no new run of {body['version_label']} "
+            f"on dataset {dataset_id}, so nothing was created; run the command again"
+        )
+    ids = ", ".join(str(row["id"]) for row in matches)
+    raise Unreachable(
+        f"{error}: the server now has {len(matches)} new runs of {body['version_label']} that "
+        f"could be it ({ids}); follow the right one with `neens eval push --run-id ID`"
+    )
 
 
 def server_gate(policy: GatePolicy, args: argparse.Namespace) -> dict[str, Any]:
@@ -687,12 +894,44 @@ def _warn_gate_not_applied(policy: GatePolicy, run: Mapping[str, Any], progress:
         )
 
 
+def _refuse_create_flags(args: argparse.Namespace, instead: str) -> None:
+    given = [flag for attr, flag in CREATE_ONLY if getattr(args, attr, None) is not None]
+    if given:
+        several = len(given) > 1
+        raise ConfigError(
+            f"{', '.join(given)} {'are' if several else 'is'} only for creating a run: with "
+            f"{instead} the run keeps the dataset, baseline, judges and server gate it was "
+            f"created with; drop {'them' if several else 'it'} (client-side rules such as "
+            f"--min-avg-score or --gate-policy still apply)"
+        )
+
+
+def _client(args: argparse.Namespace, progress: Progress) -> Client:
+    """The client from the environment, retrying for `--retry-window` (or NEENS_RETRY_WINDOW),
+    and showing on the progress line that Neens is being waited for."""
+    retry = RetryPolicy.from_env()
+    if args.retry_window is not None:
+        retry = replace(retry, window_s=args.retry_window)
+    client = Client.from_env(retry=retry)
+
+    def on_retry(notice: RetryNotice) -> None:
+        progress.update(
+            f"neens: Neens does not answer {notice.method} {notice.path} ({notice.problem}); "
+            f"retrying for up to {max(notice.window_s - notice.waited_s, 0):.0f} s more "
+            f"[{notice.waited_s:.0f}s]",
+            key="retrying",
+        )
+
+    client.on_retry = on_retry
+    return client
+
+
 def _require_create_fields(args: argparse.Namespace) -> None:
     missing = [flag for attr, flag in CREATE_ONLY[:2] if not (getattr(args, attr) or "").strip()]
     if missing:
         raise ConfigError(
             f"{' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} required to create "
-            f'a run, for example: --dataset ds_… --version-label "$GIT_SHA"'
+            f'a run, for example: --dataset support-golden --version-label "$GIT_SHA"'
         )
 
 
@@ -719,6 +958,21 @@ def _describe_progress(run_id: str) -> Callable[[dict[str, Any], float], str]:
         )
 
     return describe
+
+
+def _run_count(run: Mapping[str, Any], key: str) -> int:
+    counts = run.get("counts")
+    value = counts.get(key) if isinstance(counts, dict) else None
+    return value if isinstance(value, int) else 0
+
+
+def _follow_hint(run: Mapping[str, Any], command: Sequence[str] = ()) -> str:
+    """How to follow a run again from another shell, or after this command was stopped."""
+    if command:
+        return (
+            f"follow it again with `neens eval run --run-id {run['id']} -- {shlex.join(command)}`"
+        )
+    return f"follow it again with `neens eval push --run-id {run['id']}`"
 
 
 def _captured(run: Mapping[str, Any]) -> int:
@@ -798,6 +1052,13 @@ def _pct(text: str) -> float:
     if value < -100:
         raise argparse.ArgumentTypeError(f"{text} is below -100 (cheaper than free)")
     return value
+
+
+def _window(text: str) -> float:
+    try:
+        return parse_window(text, "--retry-window")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--retry-window: ")) from None
 
 
 def _seconds(text: str) -> float:

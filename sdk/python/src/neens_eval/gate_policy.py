@@ -16,6 +16,10 @@ an optional `severity`: `block` (the default) fails the gate, `warn` is only rep
 Honesty rules, the same as the server's:
 - A rule whose data is missing (an unpriced cost, a metric nothing was scored on) is `skipped`,
   never `pass`; a skipped rule does not change the exit code, and its reason says why.
+- A metric rule naming a metric that no judge of the run produces (a misspelt name, a judge the
+  run was not created with) is `missing`, naming the metrics the run has: at `block` it fails
+  the gate like a failed rule, at `warn` it is reported. A gate must not pass on a metric that
+  was never going to be measured.
 - Baseline-relative budgets (any `max_delta_*`, and the gate's `max_regressions` and cost deltas)
   follow `on_missing_baseline` when the run has no baseline cohort: `warn` (the default) reports
   each as a warning, `block` fails it at the rule's own severity, `pass` skips it.
@@ -38,7 +42,7 @@ from neens_eval.errors import ConfigError
 
 Severity = Literal["block", "warn"]
 MissingBaseline = Literal["warn", "block", "pass"]
-RuleStatus = Literal["pass", "fail", "skipped"]
+RuleStatus = Literal["pass", "fail", "skipped", "missing"]
 
 POLICY_ENV_VAR: Final = "NEENS_GATE_POLICY"
 POLICY_KEYS: Final = ("gate", "rules", "on_missing_baseline")
@@ -139,7 +143,7 @@ class RuleResult:
     @property
     def blocking(self) -> bool:
         """Whether this result fails the gate (exit 1)."""
-        return self.status == "fail" and self.severity == "block"
+        return self.status in ("fail", "missing") and self.severity == "block"
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -388,6 +392,10 @@ class RunData:
     items: Sequence[Mapping[str, Any]]
     comparison: Mapping[str, Any] | None
     metrics: Sequence[Mapping[str, Any]]
+    judges: Mapping[str, str | None] = field(default_factory=dict)
+    """The judges whose scores the run's `/metrics` can list (the run's `judgeDeploymentIds`
+    and the components of its composites), each with its name (the metric it produces), or
+    None when the name could not be read."""
 
     @property
     def evaluated(self) -> bool:
@@ -413,6 +421,10 @@ def evaluate(policy: GatePolicy, data: RunData) -> list[RuleResult]:
 
 
 def evaluate_check(check: Check, mode: MissingBaseline, data: RunData) -> RuleResult:
+    if check.dimension == "metric":
+        absent = _metric_absent(check, data)
+        if absent is not None:
+            return RuleResult(check, "missing", None, absent, check.severity)
     if not data.evaluated:
         return _skipped(check, None, f"not evaluated: the run is {data.status}, not completed")
     if check.baseline_relative and data.baseline is None:
@@ -466,12 +478,31 @@ def _observe(check: Check, data: RunData) -> tuple[float | None, str]:
     return (cand - base) / base * 100.0, ""
 
 
+def _metric_absent(check: Check, data: RunData) -> str | None:
+    """Why no judge of the run can produce the check's metric, or None when one does (or when
+    that cannot be told: a judge of the run whose name could not be read and that has no row)."""
+    names = {str(row.get("metric")) for row in data.metrics}
+    scored_ids = {str(row.get("judgeId")) for row in data.metrics}
+    names.update(name for name in data.judges.values() if name is not None)
+    if check.metric in names or check.metric in scored_ids or check.metric in data.judges:
+        return None
+    if any(name is None and judge not in scored_ids for judge, name in data.judges.items()):
+        return None
+    if not data.judges and not data.metrics:
+        return None  # nothing is known about the run's judges: never claim a metric is missing
+    listed = ", ".join(json.dumps(name) for name in sorted(names)) if names else "none"
+    return (
+        f"no judge of this run produces metric {json.dumps(check.metric)} (the run's metrics: "
+        f"{listed}); fix the name in the policy, or create the run with that judge (--judge)"
+    )
+
+
 def _observe_metric(check: Check, data: RunData) -> tuple[float | None, str]:
     rows = [row for row in data.metrics if check.metric in (row.get("metric"), row.get("judgeId"))]
     if not rows:
-        names = sorted({str(row.get("metric")) for row in data.metrics})
-        listed = ", ".join(names) if names else "none"
-        return None, f"no metric {json.dumps(check.metric)} on this run (metrics: {listed})"
+        return None, (
+            f"metric {json.dumps(check.metric)} has no score on this run: its judge scored nothing"
+        )
     average = _number(rows[0].get("avgScore"))
     if average is None:
         return None, f"metric {json.dumps(check.metric)} scored no session"

@@ -64,6 +64,9 @@ class EvalResult:
     warnings: list[str] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
     """The agent command (runner mode), to show how to run the missing items again."""
+    last_seen: Mapping[str, Any] | None = None
+    """The run as last read from the server (`at`, `status`, `itemCount`, `counts`): after the
+    server went away, the newest that is known, and labelled with when it was read."""
 
     @property
     def status(self) -> str:
@@ -84,6 +87,13 @@ class EvalResult:
     @property
     def blocking_rules(self) -> list[RuleResult]:
         return [rule for rule in self.rules if rule.blocking]
+
+    @property
+    def warning_rules(self) -> list[RuleResult]:
+        """Rules that failed or are missing but only warn: reported, never blocking."""
+        return [
+            rule for rule in self.rules if rule.status in ("fail", "missing") and not rule.blocking
+        ]
 
     @property
     def exit_code(self) -> int:
@@ -184,6 +194,7 @@ class EvalResult:
             "warnings": self.warnings,
             "policy": self.policy_source,
             "error": self.error,
+            "lastSeen": dict(self.last_seen) if self.last_seen is not None else None,
         }
 
 
@@ -207,7 +218,7 @@ def write_summary(result: EvalResult, stream: TextIO) -> None:
             if counts[key]:
                 parts.append(f"{counts[key]} {'errored' if key == 'error' else key}")
         lines.append("  " + ", ".join(parts))
-    lines.append(f"  {result.url}")
+    lines.append(f"  {api_hint(result.url)}")
 
     if result.gate is not None:
         rate = result.gate.get("passRate")
@@ -270,7 +281,15 @@ def write_summary(result: EvalResult, stream: TextIO) -> None:
 
     lines.append("")
     verdict = result.verdict
-    if verdict == "passed":
+    warned = result.warning_rules
+    if verdict == "passed" and warned:
+        count = len(warned)
+        lines.append(
+            f"Gate passed, with {count} warning{'s' if count > 1 else ''} (a rule of severity "
+            f"warn that fails or is missing is reported and does not block):"
+        )
+        lines += [f"  - rule {rule.check.name}: {rule.reason}" for rule in warned]
+    elif verdict == "passed":
         lines.append("Gate passed.")
     elif verdict == "failed":
         lines.append("Gate FAILED:")
@@ -280,6 +299,8 @@ def write_summary(result: EvalResult, stream: TextIO) -> None:
     else:
         lines.append("No verdict:")
         lines += [f"  - {reason}" for reason in result.reasons]
+        if result.outcome == "unreachable" and result.last_seen is not None:
+            lines.append(f"  - {describe_last_seen(result.last_seen)}")
         if not result.enforce:
             lines.append("--no-gate: reported only, exiting 0.")
     lines += _next_steps(result)
@@ -296,10 +317,10 @@ def _next_steps(result: EvalResult) -> list[str]:
         return ["Fix the agent, then start a new run: the failed items are errors in this one."]
     if result.not_run:
         return [f"Fix the agent, then run only the missing items: {again}"]
-    if result.outcome != "timeout":
+    if result.outcome not in ("timeout", "unreachable"):
         return []
-    if result.mode != "runner":
-        return [f"The run goes on at the server; read it later at {result.url}"]
+    if result.mode != "runner" or result.outcome == "unreachable":
+        return [f"The run goes on at the server; follow it again with: {follow_command(result)}"]
     captured = _count(result.run, "captured") + _count(result.run, "scored")
     if captured == 0:
         return [
@@ -308,6 +329,31 @@ def _next_steps(result: EvalResult) -> list[str]:
             f"Then wait again with: {again}",
         ]
     return [f"The run goes on at the server; wait again, with a longer --timeout: {again}"]
+
+
+def follow_command(result: EvalResult) -> str:
+    """The command that picks the run up again and gates on it."""
+    if result.mode == "runner" and result.command:
+        return f"neens eval run --run-id {result.run_id} -- {shlex.join(result.command)}"
+    return f"neens eval push --run-id {result.run_id}"
+
+
+def api_hint(url: str) -> str:
+    """The run's address, said for what it is: JSON from the API, which needs the key."""
+    return f'details (API, JSON): curl -sH "Authorization: Bearer $NEENS_API_KEY" {url}'
+
+
+def describe_last_seen(seen: Mapping[str, Any]) -> str:
+    """`last seen at …: running, 1/3 captured, 0/3 scored` (counts as of that moment)."""
+    counts = seen.get("counts") if isinstance(seen.get("counts"), dict) else {}
+    assert isinstance(counts, dict)
+    total = seen.get("itemCount", "?")
+    captured = sum(int(counts.get(key) or 0) for key in ("captured", "scored", "error"))
+    done = int(counts.get("scored") or 0) + int(counts.get("error") or 0)
+    return (
+        f"last seen at {seen.get('at')}: {seen.get('status')}, {captured}/{total} captured, "
+        f"{done}/{total} scored ({counts.get('pending', '?')} pending)"
+    )
 
 
 def _count(run: Mapping[str, Any], key: str) -> int:

@@ -15,6 +15,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final, Literal, TextIO
 
 from neens_eval.client import Client
@@ -82,6 +83,22 @@ class WaitResult:
     waited_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class LastSeen:
+    """The run as last read from the server, and when: what is known once it stops answering."""
+
+    at: datetime
+    run: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "at": self.at.isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "status": self.run.get("status"),
+            "itemCount": self.run.get("itemCount"),
+            "counts": self.run.get("counts"),
+        }
+
+
 class Poller:
     """Polls the run, with a gentle back-off: quick at first, then every `max_interval` s."""
 
@@ -91,9 +108,12 @@ class Poller:
         self.path = f"/preprod-evals/{urllib.parse.quote(run_id, safe='')}"
         self.interval = 0.2
         self.max_interval = max_interval
+        self.last_seen: LastSeen | None = None
 
     def run(self) -> dict[str, Any]:
-        return _object(self.client.get(self.path), f"GET {self.path}")
+        run = _object(self.client.get(self.path), f"GET {self.path}")
+        self.last_seen = LastSeen(datetime.now(UTC), run)
+        return run
 
     def items(self) -> list[dict[str, Any]]:
         answer = _object(self.client.get(f"{self.path}/items"), f"GET {self.path}/items")

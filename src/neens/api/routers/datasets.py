@@ -21,6 +21,9 @@ from neens.store import datasets as store
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 
+MAX_OFFSET = 1_000_000_000
+"""Largest item offset: far past any dataset, and far from the 64-bit integers databases hold."""
+
 
 @router.post("", status_code=201, operation_id="datasets-create")
 async def create_dataset(body: DatasetCreate, principal: AnyKey, db: DbDep) -> DatasetOut:
@@ -82,7 +85,7 @@ async def list_items(
     principal: AnyKey,
     db: DbDep,
     limit: int = Query(default=500, ge=1, le=5000, description="Items per page."),
-    offset: int = Query(default=0, ge=0, description="Items to skip."),
+    offset: int = Query(default=0, ge=0, le=MAX_OFFSET, description="Items to skip."),
 ) -> ItemList:
     infos = await store.list_items(
         db, principal.project_id, dataset_id, version_id, limit=limit + 1, offset=offset

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import Field
 from sqlalchemy import text
 
@@ -24,3 +24,26 @@ async def healthz(db: DbDep) -> Health:
     async with db.read() as s:
         await s.execute(text("SELECT 1"))
     return Health(status="ok", version=__version__, database=db.dialect)
+
+
+class Index(ResponseBody):
+    name: str = Field(description='"Neens".')
+    version: str = Field(description="The Neens version serving.")
+    docs: str = Field(description="The interactive API reference (Swagger UI), served offline.")
+    redoc: str = Field(description="The same reference as one readable page (ReDoc).")
+    openapi: str = Field(description="The OpenAPI document every route and field is in.")
+    health: str = Field(description="Whether the server is up and its database reachable.")
+
+
+@router.get("/", operation_id="health-index")
+async def index(request: Request) -> Index:
+    """Where to go from the server's address: needs no key."""
+    root = request.scope.get("root_path", "").rstrip("/")
+    return Index(
+        name="Neens",
+        version=__version__,
+        docs=f"{root}/docs",
+        redoc=f"{root}/redoc",
+        openapi=f"{root}/openapi.json",
+        health=f"{root}/healthz",
+    )

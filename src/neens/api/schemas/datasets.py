@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, field_validator
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableJson, StorableStr
 
@@ -34,7 +34,7 @@ class DatasetItemIn(RequestBody):
 class VersionCreate(RequestBody):
     items: list[DatasetItemIn] = Field(min_length=1)
     """The items of the new version, in the order runs will replay them."""
-    golden: bool = False
+    golden: StrictBool = False
     """Mark the new version as the dataset's golden (reference) version."""
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StrictFloat
 from pydantic.alias_generators import to_camel
 
 from neens.api.schemas.base import RequestBody, ResponseBody
@@ -13,9 +13,9 @@ class PriceIn(RequestBody):
         extra="forbid", use_attribute_docstrings=True, alias_generator=to_camel
     )
 
-    input_per_m_tok_usd: float = Field(ge=0, alias="inputPerMTokUsd", allow_inf_nan=False)
+    input_per_m_tok_usd: StrictFloat = Field(ge=0, alias="inputPerMTokUsd", allow_inf_nan=False)
     """USD per million prompt tokens."""
-    output_per_m_tok_usd: float = Field(ge=0, alias="outputPerMTokUsd", allow_inf_nan=False)
+    output_per_m_tok_usd: StrictFloat = Field(ge=0, alias="outputPerMTokUsd", allow_inf_nan=False)
     """USD per million completion tokens."""
 
 

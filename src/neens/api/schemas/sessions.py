@@ -5,14 +5,22 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BeforeValidator, Field
+from pydantic import AwareDatetime, BeforeValidator, Field, WithJsonSchema
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableJson, StorableStr
 
 
 def _unix_nanos(value: Any) -> Any:
-    """Unix nanoseconds become an aware datetime (to the microsecond, as Neens stores times)."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    """Unix nanoseconds become an aware datetime (to the microsecond, as Neens stores times).
+
+    pydantic would read a fraction or numeric text as Unix *seconds*; both are refused so that a
+    time is never read in the wrong unit.
+    """
+    if isinstance(value, bool | float) or (
+        isinstance(value, str) and value.strip().lstrip("+-").replace(".", "", 1).isdigit()
+    ):
+        raise ValueError("must be ISO 8601 text with an offset, or integer Unix nanoseconds")
+    if isinstance(value, int):
         try:
             return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=value // 1000)
         except OverflowError:
@@ -34,7 +42,18 @@ number by every client (a bound of 2^63 - 1 would be rounded up in the published
 TokenCount = Annotated[int, Field(ge=0, le=MAX_NATIVE_TOKENS), BeforeValidator(_not_text)]
 """A token count: a JSON integer (an integral number such as 120.0 is accepted as 120)."""
 
-SpanTime = Annotated[AwareDatetime, BeforeValidator(_unix_nanos)]
+SpanTime = Annotated[
+    AwareDatetime,
+    BeforeValidator(_unix_nanos),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "format": "date-time"},
+                {"type": "integer", "description": "Unix nanoseconds"},
+            ]
+        }
+    ),
+]
 """ISO 8601 with an offset, or Unix nanoseconds. A time without an offset is refused rather
 than assumed to be UTC."""
 

@@ -1,0 +1,261 @@
+"""Guards every request passes before any route sees it, as plain ASGI middleware.
+
+They sit outside FastAPI's routing so that no route can forget them:
+
+- `ErrorEnvelopeMiddleware` answers any exception that escaped the routes with the JSON error
+  shape and an error id, and logs the traceback under that id (Starlette's own fallback answers
+  plain text and keeps nothing a user can quote back to the operator).
+- `BodyLimitMiddleware` counts the bytes of every request body against
+  `NEENS_MAX_REQUEST_BYTES` while they arrive, so an oversized body is refused with 413 before
+  it is held in memory; a declared `Content-Length` over the cap is refused before reading.
+- `JsonDepthMiddleware` refuses JSON bodies nested deeper than `MAX_JSON_DEPTH` with 400 before
+  they are parsed: Python's parser and pydantic recurse per level, and a few thousand levels
+  raise RecursionError.
+- `UnstorableParameterMiddleware` refuses a NUL character in the path (404: no id holds one) or
+  in a query parameter (422 naming it): PostgreSQL cannot compare text holding NUL at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from itertools import accumulate
+
+from starlette.datastructures import Headers, QueryParams
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from neens.api.body import too_large
+from neens.api.errors import error_body
+from neens.errors import InvalidInput, NeensError, NotFound, PayloadTooLarge, Unprocessable
+
+log = logging.getLogger("neens.api")
+
+MAX_JSON_DEPTH = 128
+"""Deepest nesting of objects and arrays a JSON body may have (serde_json's default too)."""
+
+
+async def send_error(exc: NeensError, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer `exc` in the one error shape, straight from a middleware."""
+    response = JSONResponse(error_body(exc.code, exc.message, exc.field), exc.status_code)
+    await response(scope, receive, send)
+
+
+def new_error_id() -> str:
+    return f"err_{secrets.token_hex(8)}"
+
+
+class ErrorEnvelopeMiddleware:
+    """The last line: an unexpected exception becomes a 500 with an error id that is in the log."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            error_id = new_error_id()
+            log.exception(
+                "internal error %s answering %s %s",
+                error_id,
+                scope.get("method"),
+                scope.get("path"),
+            )
+            if started:
+                raise  # the server closes the connection; the log line has the id
+            body = error_body(
+                "internal_error",
+                f"the server failed on this request (error id {error_id}); retry, and if it "
+                "fails again give this id to whoever runs this Neens server",
+            )
+            body["error"]["errorId"] = error_id
+            await JSONResponse(body, status_code=500)(scope, receive, send)
+
+
+class _BodyTooLarge(PayloadTooLarge):
+    """Raised from `receive` once the body passed the cap; whatever the app answers is dropped."""
+
+
+class BodyLimitMiddleware:
+    """Every request body, on every route, is capped at `max_bytes` as it arrives."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await send_error(too_large(self.max_bytes), scope, receive, send)
+            return
+        received = 0
+        over = False
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received, over
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    over = True
+                    raise _BodyTooLarge(too_large(self.max_bytes).message)
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if over:
+                return  # the app answered a body it could not read whole; 413 replaces it
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, guarded_send)
+        except Exception:
+            if not over or started:
+                raise
+        if over and not started:
+            await send_error(too_large(self.max_bytes), scope, receive, send)
+
+
+# A JSON string, escapes included; possessive so an unterminated string cannot backtrack.
+_JSON_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_DEPTH_STEP = [0] * 256
+for _open in b"[{":
+    _DEPTH_STEP[_open] = 1
+for _close in b"]}":
+    _DEPTH_STEP[_close] = -1
+_CHUNK = 1 << 16
+
+
+def json_depth_exceeds(body: bytes, limit: int) -> bool:
+    """Whether `body`'s objects and arrays nest deeper than `limit`, without parsing it.
+
+    Strings are cut out first (a bracket inside one is text), then only brackets are kept and
+    their running depth is followed a chunk at a time, stopping at the first chunk too deep.
+    """
+    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
+    depth = 0
+    for start in range(0, len(brackets), _CHUNK):
+        steps = accumulate(
+            map(_DEPTH_STEP.__getitem__, brackets[start : start + _CHUNK]), initial=depth
+        )
+        running = list(steps)
+        if max(running) > limit:
+            return True
+        depth = running[-1]
+    return False
+
+
+def _is_json(headers: Headers) -> bool:
+    media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+class JsonDepthMiddleware:
+    """JSON bodies nested deeper than `MAX_JSON_DEPTH` are a clean 400 before parsing.
+
+    Paths in `own_decoders` read and bound their bodies themselves (OTLP, possibly gzip).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_depth: int = MAX_JSON_DEPTH,
+        own_decoders: frozenset[str] = frozenset(),
+    ) -> None:
+        self.app = app
+        self.max_depth = max_depth
+        self.own_decoders = own_decoders
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if (
+            scope["path"] in self.own_decoders
+            or not _is_json(headers)
+            or headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
+        ):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replay(message, receive), send)
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if json_depth_exceeds(body, self.max_depth):
+            error = InvalidInput(
+                f"request body nests objects and arrays more than {self.max_depth} levels deep; "
+                "flatten it"
+            )
+            await send_error(error, scope, receive, send)
+            return
+        await self.app(scope, _replay({"type": "http.request", "body": body}, receive), send)
+
+
+def _replay(first: Message, receive: Receive) -> Receive:
+    """A `receive` that hands out `first`, then defers to the server's own."""
+    pending: list[Message] = [first]
+
+    async def replay() -> Message:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replay
+
+
+class UnstorableParameterMiddleware:
+    """A NUL character in the path is a 404 and in a query parameter a 422 naming it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        error: NeensError | None = None
+        if "\x00" in scope["path"]:
+            error = NotFound("no resource here: the path holds a NUL character (%00)")
+        else:
+            for name, value in QueryParams(scope.get("query_string", b"")).multi_items():
+                if "\x00" in name or "\x00" in value:
+                    field = name.replace("\x00", "\\x00")
+                    error = Unprocessable(
+                        f"{field} holds a NUL character (%00), which no value can contain; "
+                        "remove it",
+                        field=field,
+                    )
+                    break
+        if error is not None:
+            await send_error(error, scope, receive, send)
+            return
+        await self.app(scope, receive, send)

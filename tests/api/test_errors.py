@@ -1,0 +1,390 @@
+"""Errors every route shares: the 500 envelope with its logged id, NUL characters in the URL,
+bounded query integers, validation answers that list every problem, malformed JSON reported by
+position, 415 for a body that is not JSON, and the Allow header of a 405."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from neens.api.app import create_app
+from neens.api.deps import get_db
+from neens.settings import Settings
+from neens.store.db import Database
+from neens.store.keys import CreatedKey
+from tests.conftest import auth
+
+
+async def test_an_unexpected_failure_answers_the_envelope_with_an_error_id_that_is_logged(
+    settings: Settings, db: Database, ingest_key: CreatedKey, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(settings, database=db)
+
+    async def broken_db() -> Database:
+        raise RuntimeError("the database driver fell over")
+
+    app.dependency_overrides[get_db] = broken_db
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
+            with caplog.at_level(logging.ERROR, logger="neens.api"):
+                r = await c.get("/datasets", headers=auth(ingest_key))
+    assert r.status_code == 500
+    assert r.headers["content-type"] == "application/json"
+    error = r.json()["error"]
+    assert error["code"] == "internal_error"
+    assert error["errorId"].startswith("err_")
+    assert error["errorId"] in error["message"]
+    assert "fell over" not in r.text  # the cause stays in the log, not with the client
+    logged = [rec for rec in caplog.records if error["errorId"] in rec.getMessage()]
+    assert len(logged) == 1
+    assert logged[0].exc_info is not None
+    assert "fell over" in str(logged[0].exc_info[1])
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/datasets/ds_%00",
+        "/datasets/ds_1/versions/dsv_%00/items",
+        "/sessions/a%00b",
+        "/preprod-evals/ppr_%00/gate",
+        "/judges/%00",
+        "/agent-connections/conn_%00",
+        "/notification-sinks/sink_%00/deliveries",
+    ],
+)
+async def test_a_nul_character_in_the_path_is_a_404(
+    client: httpx.AsyncClient, admin_key: CreatedKey, path: str
+) -> None:
+    r = await client.get(path, headers=auth(admin_key))
+    assert r.status_code == 404, r.text
+    assert r.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [
+        ("/datasets?name=a%00b", "name"),
+        ("/sessions?agent_name=%00", "agent_name"),
+        ("/preprod-evals?dataset_id=ds_%00", "dataset_id"),
+        ("/scores?run_id=%00", "run_id"),
+        ("/preprod-compare?runs=ppr_%00", "runs"),
+    ],
+)
+async def test_a_nul_character_in_a_query_parameter_is_a_422_naming_it(
+    client: httpx.AsyncClient, admin_key: CreatedKey, url: str, field: str
+) -> None:
+    r = await client.get(url, headers=auth(admin_key))
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["field"] == field
+    assert "NUL" in r.json()["error"]["message"]
+
+
+async def test_an_item_offset_past_64_bits_is_a_422_naming_offset(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    h = auth(ingest_key)
+    ds = (await client.post("/datasets", json={"name": "d"}, headers=h)).json()["id"]
+    v = await client.post(f"/datasets/{ds}/versions", json={"items": [{"input": "q"}]}, headers=h)
+    url = f"/datasets/{ds}/versions/{v.json()['id']}/items"
+    for offset in (2**63, 2**64 + 5, 10**30):
+        r = await client.get(url, params={"offset": offset}, headers=h)
+        assert r.status_code == 422, r.text
+        assert r.json()["error"]["field"] == "offset"
+    assert (await client.get(url, params={"offset": 0}, headers=h)).json()["items"][0]["input"]
+
+
+async def test_every_validation_problem_is_listed_with_its_field(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    h = auth(ingest_key)
+    ds = (await client.post("/datasets", json={"name": "d"}, headers=h)).json()["id"]
+    r = await client.post(
+        f"/datasets/{ds}/versions",
+        json={"items": [{"input": 3}, {"expected_output": "x"}], "golden": "maybe", "x": 1},
+        headers=h,
+    )
+    assert r.status_code == 422
+    error = r.json()["error"]
+    fields = [p["field"] for p in error["errors"]]
+    assert fields == ["items[0].input", "items[1].input", "golden", "x"]
+    assert error["field"] == "items[0].input"
+    for problem in error["errors"]:
+        assert problem["message"] in error["message"]
+    assert "more problem" not in error["message"]
+
+
+async def test_a_single_problem_has_no_list_and_no_pydantic_prefix(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    r = await client.post("/datasets", json={"name": "   "}, headers=auth(ingest_key))
+    assert r.status_code == 422
+    assert r.json() == {
+        "error": {
+            "code": "unprocessable",
+            "message": "name: name must not be blank",
+            "field": "name",
+        }
+    }
+
+
+@pytest.mark.parametrize("headers", [{"Content-Type": "application/json"}, {}])
+async def test_an_empty_body_names_the_required_fields(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, headers: dict[str, str]
+) -> None:
+    r = await client.post("/datasets", content=b"", headers={**auth(ingest_key), **headers})
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error["field"] == "name"
+    assert "empty" in error["message"] and "name" in error["message"]
+
+
+async def test_malformed_json_is_reported_by_line_and_column(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    r = await client.post(
+        "/datasets",
+        content=b'{\n  "name": "d",\n  oops\n}',
+        headers={**auth(ingest_key), "Content-Type": "application/json"},
+    )
+    assert r.status_code == 400
+    error = r.json()["error"]
+    assert error["code"] == "invalid_input"
+    assert "field" not in error
+    assert "line 3, column 3 (char 19)" in error["message"], error["message"]
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+async def test_a_body_that_is_not_json_on_a_json_route_is_a_415(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, content_type: str | None
+) -> None:
+    headers = auth(ingest_key)
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    r = await client.post("/datasets", content=b'{"name": "d"}', headers=headers)
+    assert r.status_code == 415, r.text
+    error = r.json()["error"]
+    assert error["code"] == "unsupported_media_type"
+    assert error["field"] == "Content-Type"
+    assert "application/json" in error["message"]
+    ok = await client.post(
+        "/datasets",
+        content=b'{"name": "d"}',
+        headers={**auth(ingest_key), "Content-Type": "application/json; charset=utf-8"},
+    )
+    assert ok.status_code == 201
+
+
+async def test_a_405_names_every_method_of_the_path(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    r = await client.put("/datasets", headers=auth(ingest_key))
+    assert r.status_code == 405
+    assert {m.strip() for m in r.headers["allow"].split(",")} >= {"GET", "POST"}
+    r = await client.delete("/judges/jdg_1", headers=auth(ingest_key))
+    assert {m.strip() for m in r.headers["allow"].split(",")} >= {"GET", "PATCH"}
+
+
+async def _nested(depth: int) -> dict[str, object]:
+    value: object = "leaf"
+    for _ in range(depth):
+        value = {"k": [value]}
+    return {"items": [{"input": "q", "metadata": value}]}
+
+
+async def test_deeply_nested_json_is_a_400_and_moderate_nesting_is_stored(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    h = auth(ingest_key)
+    ds = (await client.post("/datasets", json={"name": "d"}, headers=h)).json()["id"]
+    deep = b'{"items": [{"input": "q", "metadata": ' + b'{"k": [' * 5000 + b"1" + b"]}" * 5000
+    deep += b"}]}"
+    r = await client.post(
+        f"/datasets/{ds}/versions",
+        content=deep,
+        headers={**h, "Content-Type": "application/json"},
+    )
+    assert r.status_code == 400, r.text
+    assert "levels deep" in r.json()["error"]["message"]
+    r = await client.post(f"/datasets/{ds}/versions", json=await _nested(30), headers=h)
+    assert r.status_code == 201, r.text
+
+
+async def test_brackets_inside_strings_do_not_count_as_nesting(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    h = auth(ingest_key)
+    r = await client.post("/datasets", json={"name": '[[[{"\\' * 200}, headers=h)
+    assert r.status_code == 422  # too long a name, but read: the brackets were text
+    assert r.json()["error"]["field"] == "name"
+
+
+async def _chunks(total: int, pulled: list[int], size: int = 1 << 20) -> AsyncIterator[bytes]:
+    """`total` bytes of a JSON-looking body, a chunk at a time, counting what was read."""
+    chunk = b" " * size
+    yield b'{"items": [{"input": "'
+    sent = 0
+    while sent < total:
+        pulled.append(size)
+        sent += size
+        yield chunk
+
+
+@pytest.mark.parametrize("path", ["/sessions", "/datasets/ds_1/versions", "/datasets"])
+async def test_a_body_over_the_cap_is_refused_on_every_route_without_reading_it_whole(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, settings: Settings, path: str
+) -> None:
+    pulled: list[int] = []
+    r = await client.post(
+        path,
+        content=_chunks(60 << 20, pulled),
+        headers={**auth(ingest_key), "Content-Type": "application/json"},
+    )
+    assert r.status_code == 413, r.text
+    error = r.json()["error"]
+    assert error["code"] == "payload_too_large"
+    assert "NEENS_MAX_REQUEST_BYTES" in error["message"]
+    assert sum(pulled) <= settings.max_request_bytes + (1 << 20)
+
+
+async def test_a_declared_length_over_the_cap_is_refused_before_reading(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, settings: Settings
+) -> None:
+    pulled: list[int] = []
+    r = await client.post(
+        "/sessions",
+        content=_chunks(60 << 20, pulled),
+        headers={
+            **auth(ingest_key),
+            "Content-Type": "application/json",
+            "Content-Length": str(60 << 20),
+        },
+    )
+    assert r.status_code == 413
+    assert r.json()["error"]["code"] == "payload_too_large"
+    assert pulled == []
+
+
+async def test_a_body_under_the_cap_is_read_in_full(
+    settings: Settings, db: Database, ingest_key: CreatedKey
+) -> None:
+    app = create_app(settings.model_copy(update={"max_request_bytes": 64 * 1024}), database=db)
+    big = "x" * (40 * 1024)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
+            h = auth(ingest_key)
+            ds = (await c.post("/datasets", json={"name": "d"}, headers=h)).json()["id"]
+            r = await c.post(
+                f"/datasets/{ds}/versions", json={"items": [{"input": big}]}, headers=h
+            )
+            assert r.status_code == 201, r.text
+            r = await c.post(
+                f"/datasets/{ds}/versions", json={"items": [{"input": big * 2}]}, headers=h
+            )
+            assert r.status_code == 413
+
+
+async def test_the_index_points_to_the_docs_and_needs_no_key(client: httpx.AsyncClient) -> None:
+    r = await client.get("/")
+    assert r.status_code == 200
+    body = r.json()
+    for link in (body["docs"], body["openapi"], body["health"]):
+        assert (await client.get(link)).status_code == 200
+
+
+async def test_the_api_reference_page_loads_its_assets_from_the_server_itself(
+    client: httpx.AsyncClient,
+) -> None:
+    for page in ("/docs", "/redoc"):
+        html = (await client.get(page)).text
+        scripts = [
+            part.split('"', 1)[0] for part in html.split('src="')[1:] if not part.startswith("{")
+        ]
+        assert scripts, html
+        for src in scripts:
+            assert src.startswith("/"), f"{page} loads {src} from another host"
+            asset = await client.get(src)
+            assert asset.status_code == 200 and len(asset.content) > 10_000, src
+        for href in html.split('href="')[1:]:
+            assert href.startswith("/"), f"{page} links {href[:60]} from another host"
+
+
+async def test_an_unknown_query_parameter_is_a_422_naming_it(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    r = await client.get("/sessions", params={"agent": "refund-agent"}, headers=auth(ingest_key))
+    assert r.status_code == 422
+    error = r.json()["error"]
+    assert error["field"] == "agent"
+    assert "agent_name" in error["message"]
+    r = await client.get("/sessions", params={"agent_name": "x"}, headers=auth(ingest_key))
+    assert r.status_code == 200
+
+
+async def test_a_single_value_query_parameter_given_twice_is_a_422(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    r = await client.get("/datasets?name=a&name=b", headers=auth(ingest_key))
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == "name"
+
+
+async def test_a_body_with_hundreds_of_problems_answers_a_bounded_list(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    h = auth(ingest_key)
+    ds = (await client.post("/datasets", json={"name": "d"}, headers=h)).json()["id"]
+    items = [{"input": i} for i in range(500)]
+    r = await client.post(f"/datasets/{ds}/versions", json={"items": items}, headers=h)
+    assert r.status_code == 422
+    error = r.json()["error"]
+    assert len(error["errors"]) == 100
+    assert error["errors"][99]["field"] == "items[99].input"
+    assert "and 490 more problems (100 of 500 listed in errors)" in error["message"]
+    assert len(r.content) < 20_000
+
+
+@pytest.mark.parametrize("dialect", ["postgresql"])
+async def test_a_nul_character_that_reaches_postgresql_is_a_422_not_a_500(
+    settings: Settings, db: Database, ingest_key: CreatedKey
+) -> None:
+    """An id looked up with a NUL in it: SQLite finds nothing, PostgreSQL refuses the text."""
+    app = create_app(settings, database=db)
+
+    async def lookup_with_nul() -> Database:
+        async with db.read() as s:
+            await s.execute(text("SELECT :v"), {"v": "ds_\x00"})
+        return db
+
+    app.dependency_overrides[get_db] = lookup_with_nul
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
+            r = await c.get("/datasets", headers=auth(ingest_key))
+    assert r.status_code == 422, r.text
+    assert "NUL" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("dialect", ["postgresql"])
+async def test_a_nul_character_in_a_json_key_that_reaches_postgresql_is_a_422(
+    settings: Settings, db: Database, ingest_key: CreatedKey
+) -> None:
+    app = create_app(settings, database=db)
+
+    async def json_with_nul() -> Database:
+        async with db.read() as s:
+            await s.execute(text("SELECT CAST(:v AS jsonb)"), {"v": '{"a\\u0000": 1}'})
+        return db
+
+    app.dependency_overrides[get_db] = json_with_nul
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
+            r = await c.get("/datasets", headers=auth(ingest_key))
+    assert r.status_code == 422, r.text
