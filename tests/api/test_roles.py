@@ -122,6 +122,7 @@ def _body(method: str, path: str, ids: dict[str, str], n: int) -> dict[str, Any]
             "spans": [{"id": "root", "name": "agent.run"}],
         },
         ("POST", "/v1/traces"): {"resourceSpans": []},
+        ("POST", "/v1/logs"): {"resourceLogs": []},
     }
     return bodies.get((method, path))
 

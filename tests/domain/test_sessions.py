@@ -479,3 +479,60 @@ def test_flags_of_spans_are_gathered_one_per_kind_with_a_count() -> None:
     assert by_code["token_count_text"].endswith("(and 1 more)")
     assert "2 spans are their own ancestors" in by_code["parent_cycle"]
     assert summary.input_tokens == 19  # text digits are still read, flagged
+
+
+def test_models_come_from_model_calls_only_not_an_agent_span_requesting_one() -> None:
+    agent = make(
+        "root",
+        start=0.0,
+        end=10.0,
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "house"},
+    )
+
+    summary = summarize_session([agent, llm("a", "house-small", 1, 1)], BOOK)
+
+    assert summary.models == ("house-small",)
+
+
+def test_without_content_on_root_or_agent_the_model_calls_give_question_and_answer() -> None:
+    def chat(span_id: str, start: float, question: str, answer: str) -> SpanRecord:
+        record = llm(span_id, "house-small", 1, 1, start=start)
+        attributes = {
+            **record.attributes,
+            "gen_ai.input.messages": [{"role": "user", "content": question}],
+            "gen_ai.output.messages": [{"role": "assistant", "content": answer}],
+        }
+        return make(span_id, parent="root", start=start, end=start + 0.5, attributes=attributes)
+
+    records = [
+        make("root", start=0.0, end=10.0),
+        chat("b", 2.0, "What is the weather?", "It is sunny."),
+        chat("a", 1.0, "What is the weather?", "(tool call)"),
+    ]
+
+    summary = summarize_session(records, BOOK)
+
+    assert (summary.input, summary.output) == ("What is the weather?", "It is sunny.")
+
+
+def test_an_unnamed_span_with_a_model_and_tokens_counts_as_a_model_call() -> None:
+    span = make(
+        "x",
+        parent="root",
+        start=1.0,
+        end=2.0,
+        attributes={
+            "gen_ai.request.model": "house-small",
+            "gen_ai.usage.input_tokens": 1_000_000,
+            "gen_ai.usage.output_tokens": 0,
+        },
+    )
+
+    summary = summarize_session([root(), span], BOOK)
+
+    assert (summary.step_count, summary.input_tokens, summary.cost_status) == (
+        1,
+        1_000_000,
+        "priced",
+    )
+    assert summary.cost_usd == pytest.approx(0.5)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -231,34 +231,10 @@ SPAN_KINDS: Final = frozenset(
 )
 """The kinds Neens distinguishes; anything else is the catch-all "span"."""
 
-_GENAI_OPERATION_KINDS: Final[Mapping[str, str]] = {
-    "chat": "llm",
-    "text_completion": "llm",
-    "generate_content": "llm",
-    "invoke_agent": "agent",
-    "create_agent": "agent",
-    "execute_tool": "tool",
-    "embeddings": "embedding",
-}
-
 EVAL_RUN_ID_KEY: Final = "neens.eval_run_id"
 DATASET_ITEM_ID_KEY: Final = "neens.dataset_item_id"
 VERSION_LABEL_KEY: Final = "neens.version_label"
 
-_INPUT_KEYS: Final = ("input.value", "gen_ai.input.messages", "gen_ai.prompt")
-_OUTPUT_KEYS: Final = ("output.value", "gen_ai.output.messages", "gen_ai.completion")
-_PROVIDER_KEYS: Final = ("gen_ai.provider.name", "gen_ai.system", "llm.provider")
-_INPUT_TOKEN_KEYS: Final = (
-    "llm.token_count.prompt",
-    "gen_ai.usage.input_tokens",
-    "gen_ai.usage.prompt_tokens",
-)
-_OUTPUT_TOKEN_KEYS: Final = (
-    "llm.token_count.completion",
-    "gen_ai.usage.output_tokens",
-    "gen_ai.usage.completion_tokens",
-)
-_AGENT_NAME_KEYS: Final = ("gen_ai.agent.name", "agent.name")
 _DIGITS: Final = re.compile(r"[0-9]+")
 _MAX_DIGITS: Final = 20
 """Longer digit strings are not token counts (and would hit Python's int-parsing limit)."""
@@ -278,6 +254,7 @@ FlagCode = Literal[
     "parent_cycle",
     "value_too_long",
     "cost_overflow",
+    "correlation_key_misspelled",
 ]
 """The dubious values Neens stores but flags (docs/traces.md, "Warnings")."""
 
@@ -335,26 +312,27 @@ class SpanView:
 def span_view(record: SpanRecord) -> SpanView:
     """Read a span's meaning from its attributes (resource attributes already overlaid).
 
-    Each field takes the first attribute present, in this order:
+    Each field is asked of the conventions in `CONVENTIONS` order (OpenInference, OpenTelemetry
+    GenAI, OpenLLMetry, Logfire); the first that answers decides, then the record's own value
+    (the native format's), then the fallbacks below. docs/traces.md lists, per convention, the
+    attributes each field is read from; the tables are `OPENINFERENCE`, `GENAI`, `OPENLLMETRY`
+    and `LOGFIRE`.
 
-    - kind: `openinference.span.kind` when it is one of LLM, AGENT, TOOL, CHAIN, RETRIEVER,
-      EMBEDDING, RERANKER, GUARDRAIL, EVALUATOR (lower-cased); else `gen_ai.operation.name`
-      (chat/text_completion/generate_content → llm, invoke_agent/create_agent → agent,
-      execute_tool → tool, embeddings → embedding); else the record's own kind when it is one of
-      those words (the native format's `kind`); else "span". OTLP's SpanKind (client, server, ...)
-      says nothing about the agent and so lands on "span".
-    - input: `input.value`, `gen_ai.input.messages`, `gen_ai.prompt`, the record's own input.
-    - output: `output.value`, `gen_ai.output.messages`, `gen_ai.completion`, the record's output.
-      Non-string values (GenAI messages are often structured) are JSON-encoded.
+    - kind: one of `SPAN_KINDS`, else "span". OTLP's SpanKind (client, server, ...) says nothing
+      about the agent and so never decides. When no convention names a kind: a span with
+      `gen_ai.tool.name` is a tool call, and a span reporting a model and a token count is a
+      model call.
+    - input / output as text: for model calls, the last user message's text in and the
+      assistant's text out, read from structured messages whichever convention carries them;
+      the raw value (JSON-encoded when structured) only when no message has text. A span's
+      events count too (GenAI content events, whether sent as span events or as OTLP logs).
+    - agent name: the convention's attribute, the record's own, else, for a span a convention
+      calls an agent, the span's name. Never `service.name`: that names the process, and many
+      agents share one.
     - model: `gen_ai.response.model` (what actually served the call, which is what is billed),
       `llm.model_name`, `gen_ai.request.model`.
-    - provider: `gen_ai.provider.name`, `gen_ai.system` (its older name), `llm.provider`.
-    - input tokens: `llm.token_count.prompt`, `gen_ai.usage.input_tokens`,
-      `gen_ai.usage.prompt_tokens`; output tokens likewise with completion/output. The first key
-      present decides: a malformed value there gives None rather than a search for another value
-      that may disagree with it.
-    - agent name: `gen_ai.agent.name`, `agent.name`, the record's own agent name. Never
-      `service.name`: that names the process, and many agents share one.
+    - tokens: the first key present decides: a malformed value there gives None rather than a
+      search for another value that may disagree with it.
     - correlation keys: exactly `neens.eval_run_id`, `neens.dataset_item_id`,
       `neens.version_label`. No other spelling is read, so a typo shows up as a missing link
       instead of being half-honoured.
@@ -382,24 +360,23 @@ def span_view(record: SpanRecord) -> SpanView:
                 f"{record.start_time.isoformat()}; its duration is not counted",
             )
         )
+    input_tokens = _first_token_count(attributes, _INPUT_TOKEN_KEYS, flags)
+    output_tokens = _first_token_count(attributes, _OUTPUT_TOKEN_KEYS, flags)
+    flags.extend(_misspelled_correlation_keys(attributes))
+    kind = _kind(record, has_model=model is not None)
     return SpanView(
         name=record.name,
         start_time=record.start_time,
-        kind=_kind(record),
-        input=_first_content(attributes, _INPUT_KEYS, record.input),
-        output=_first_content(attributes, _OUTPUT_KEYS, record.output),
+        kind=kind,
+        input=_content(record, kind, "input"),
+        output=_content(record, kind, "output"),
         model=_bounded(model, MAX_NAME_CHARS, "model", flags),
         request_model=request_model,
         response_model=response_model,
         provider=_first_text(attributes, _PROVIDER_KEYS),
-        input_tokens=_first_token_count(attributes, _INPUT_TOKEN_KEYS, flags),
-        output_tokens=_first_token_count(attributes, _OUTPUT_TOKEN_KEYS, flags),
-        agent_name=_bounded(
-            _first_text(attributes, _AGENT_NAME_KEYS) or _text(record.agent_name),
-            MAX_NAME_CHARS,
-            "agent name",
-            flags,
-        ),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        agent_name=_bounded(_agent_name(record, kind), MAX_NAME_CHARS, "agent name", flags),
         eval_run_id=_bounded(
             _correlation_key(attributes.get(EVAL_RUN_ID_KEY)),
             MAX_LINK_CHARS,
@@ -422,6 +399,71 @@ def span_view(record: SpanRecord) -> SpanView:
     )
 
 
+_CORRELATION_KEYS: Final = (EVAL_RUN_ID_KEY, DATASET_ITEM_ID_KEY, VERSION_LABEL_KEY)
+_SQUASH: Final = re.compile("[^a-z0-9]")
+_CORRELATION_WORDS: Final = ("neens", "run", "item", "label")
+"""Every key a correlation key could be mistaken for contains one of these."""
+_SQUASHED_KEYS: Final = {_SQUASH.sub("", key): key for key in _CORRELATION_KEYS}
+_SQUASHED_BARE: Final = {
+    squashed.removeprefix("neens"): key for squashed, key in _SQUASHED_KEYS.items()
+}
+
+
+def _misspelled_correlation_keys(attributes: Mapping[str, Any]) -> list[Flag]:
+    """Flags for attributes that look like a correlation key but are not spelled exactly.
+
+    Only the exact keys are read (a half-honoured typo would link a trace to the wrong place);
+    a near miss is flagged instead, so a run that waits for traces says why none arrived:
+    another case or separator (`neens.evalRunId`, `neens_eval_run_id`), no `neens.` prefix
+    (`eval_run_id`), or one or two letters off after the `neens` prefix (`neens.eval_runid`).
+    """
+    flags = []
+    for key in attributes:
+        if key in _CORRELATION_KEYS or len(key) > 40:
+            continue
+        lowered = key.lower()
+        if not any(word in lowered for word in _CORRELATION_WORDS):
+            continue  # most keys: nothing like a correlation key, so no closer look
+        squashed = _SQUASH.sub("", lowered)
+        target = _SQUASHED_KEYS.get(squashed) or _SQUASHED_BARE.get(squashed)
+        if target is None and squashed.startswith("neens"):
+            target = next(
+                (
+                    exact
+                    for candidate, exact in _SQUASHED_KEYS.items()
+                    if _within_two_edits(squashed, candidate)
+                ),
+                None,
+            )
+        if target is not None:
+            flags.append(
+                Flag(
+                    "correlation_key_misspelled",
+                    f"attribute {safe_label(key)} looks like {target!r} but is not spelled "
+                    f"exactly, so it is not read and this trace links to no pre-prod run item; "
+                    f"name it {target!r}",
+                )
+            )
+    return flags
+
+
+def _within_two_edits(a: str, b: str) -> bool:
+    """Levenshtein distance of at most 2 (the strings are short: a row of the table suffices)."""
+    if abs(len(a) - len(b)) > 2:
+        return False
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i]
+        for j, char_b in enumerate(b, 1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b))
+            )
+        if min(current) > 2:
+            return False
+        previous = current
+    return previous[-1] <= 2
+
+
 def _bounded(value: str | None, limit: int, what: str, flags: list[Flag]) -> str | None:
     """`value` when it fits the stored column, else None and a `value_too_long` flag."""
     if value is None or len(value) <= limit:
@@ -436,16 +478,45 @@ def _bounded(value: str | None, limit: int, what: str, flags: list[Flag]) -> str
     return None
 
 
-def _kind(record: SpanRecord) -> str:
-    openinference = record.attributes.get("openinference.span.kind")
-    if isinstance(openinference, str) and openinference.strip().lower() in SPAN_KINDS:
-        return openinference.strip().lower()
-    operation = record.attributes.get("gen_ai.operation.name")
-    if isinstance(operation, str) and operation.strip().lower() in _GENAI_OPERATION_KINDS:
-        return _GENAI_OPERATION_KINDS[operation.strip().lower()]
+def _kind(record: SpanRecord, *, has_model: bool) -> str:
+    for convention in CONVENTIONS:
+        if (kind := convention.kind(record)) is not None:
+            return kind
     if record.kind is not None and record.kind.strip().lower() in SPAN_KINDS:
         return record.kind.strip().lower()
+    attributes = record.attributes
+    if _text(attributes.get("gen_ai.tool.name")) is not None:
+        return "tool"
+    if has_model and any(key in attributes for key in _TOKEN_KEYS):
+        return "llm"
     return "span"
+
+
+def _agent_name(record: SpanRecord, kind: str) -> str | None:
+    for convention in _AGENT_NAME_ORDER:
+        if (name := convention.agent_name(record, kind)) is not None:
+            return name
+    if (name := _text(record.agent_name)) is not None:
+        return name
+    if kind == "agent" and any(c.kind(record) == "agent" for c in CONVENTIONS):
+        # An instrumentation's agent span is named after its agent; the native format names
+        # the agent in the session itself, so its span names are not read as one.
+        return _text(record.name.removeprefix(_INVOKE_AGENT_PREFIX))
+    return None
+
+
+_INVOKE_AGENT_PREFIX: Final = "invoke_agent "
+"""GenAI names agent spans `invoke_agent {gen_ai.agent.name}`; the name is what follows."""
+
+
+def _content(record: SpanRecord, kind: str, side: Side) -> str | None:
+    for convention in CONVENTIONS:
+        read = convention.input if side == "input" else convention.output
+        if (value := read(record, kind)) is not None:
+            return value
+    if (value := _event_content(record.events, side)) is not None:
+        return value
+    return record.input if side == "input" else record.output
 
 
 def _text(value: object) -> str | None:
@@ -462,19 +533,456 @@ def _first_text(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> str | N
     return None
 
 
-def _first_content(
-    attributes: Mapping[str, Any], keys: tuple[str, ...], fallback: str | None
-) -> str | None:
-    for key in keys:
-        value = attributes.get(key)
-        if value is not None:
-            return value if isinstance(value, str) else _to_json(value)
-    return fallback
-
-
 def _to_json(value: object) -> str:
     """Structured content as JSON text; `default=str` so an odd leaf never loses the whole value."""
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _as_text(value: object) -> str | None:
+    """A content value as sent: text as is, anything structured as JSON, None when absent."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else _to_json(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages: the text of a conversation, whichever shape carries it
+# ---------------------------------------------------------------------------------------------
+
+Side = Literal["input", "output"]
+_ROLES: Final[Mapping[Side, frozenset[str | None]]] = {
+    "input": frozenset({"user", "human"}),
+    "output": frozenset({"assistant", "ai", "model", None}),
+}
+"""Whose message is the input (the last user message) and the output (the assistant's)."""
+
+
+def _parsed(value: object) -> object:
+    """JSON text decoded (instrumentations often send structured content as JSON strings)."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{", '"'):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def _message_list(value: object) -> list[Mapping[str, Any]] | None:
+    """The messages in `value`: a list of messages (GenAI, OpenAI), a chat request's
+    `messages`, a chat response's `choices`, or one message; None when it holds none."""
+    value = _parsed(value)
+    if isinstance(value, Mapping):
+        if isinstance(value.get("messages"), list):
+            value = value["messages"]
+        elif isinstance(value.get("choices"), list):
+            value = [
+                choice.get("message") for choice in value["choices"] if isinstance(choice, Mapping)
+            ]
+        else:
+            value = [value]
+    if not isinstance(value, list | tuple):
+        return None
+    messages = [message for message in value if isinstance(message, Mapping)]
+    return messages or None
+
+
+def _message_text(message: Mapping[str, Any]) -> str | None:
+    """The text of one message: `content` as text, or its text parts (GenAI `parts`, OpenAI
+    content parts) joined by newlines; a `gen_ai.choice` body's `message` too."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content if content.strip() else None
+    parts = message.get("parts") if content is None else content
+    if isinstance(parts, list | tuple):
+        texts = [
+            text
+            for part in parts
+            if isinstance(part, Mapping)
+            and part.get("type", "text") == "text"
+            and isinstance(text := part.get("content", part.get("text")), str)
+            and text.strip()
+        ]
+        if texts:
+            return "\n".join(texts)
+    inner = message.get("message")
+    if isinstance(inner, Mapping):
+        return _message_text(inner)
+    return None
+
+
+def _role(message: Mapping[str, Any]) -> str | None:
+    role = message.get("role")
+    if role is None and isinstance(message.get("message"), Mapping):
+        role = message["message"].get("role")
+    return role.strip().lower() if isinstance(role, str) else None
+
+
+def _messages_text(messages: Sequence[Mapping[str, Any]], side: Side) -> str | None:
+    """The last message of `side`'s roles that has text."""
+    roles = _ROLES[side]
+    for message in reversed(messages):
+        if _role(message) in roles and (text := _message_text(message)) is not None:
+            return text
+    return None
+
+
+def _conversation(value: object, side: Side) -> str | None:
+    """Message-carrying content as text: the side's message text, else the value as sent."""
+    if value is None:
+        return None
+    messages = _message_list(value)
+    if messages is not None and (text := _messages_text(messages, side)) is not None:
+        return text
+    return _as_text(value)
+
+
+def _indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """Flattened numbered attributes as a list: `p.0.role`, `p.0.content`, `p.1.role` become
+    `[{"role": ..., "content": ...}, {"role": ...}]`, ordered by number."""
+    items: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        if not key.startswith(prefix):
+            continue
+        number, dot, rest = key[len(prefix) :].partition(".")
+        if dot and number.isdigit() and len(number) < 7:
+            items.setdefault(int(number), {})[rest] = value
+    return [items[number] for number in sorted(items)]
+
+
+def _event_content(events: Sequence[Mapping[str, Any]], side: Side) -> str | None:
+    """Content from a span's events: the GenAI content events (`gen_ai.user.message`,
+    `gen_ai.choice`, ..., `gen_ai.client.inference.operation.details`), whether the instrumentation
+    sent them as span events or as OTLP log records, and the older `gen_ai.content.prompt` /
+    `gen_ai.content.completion` span events."""
+    if not events:
+        return None
+    messages: list[Mapping[str, Any]] = []
+    raw: object = None
+    for event in events:
+        name = event.get("name")
+        attributes = event.get("attributes")
+        attributes = attributes if isinstance(attributes, Mapping) else {}
+        body = _parsed(event.get("body"))
+        if name in _GENAI_MESSAGE_EVENTS and (side == "input") != (name == "gen_ai.choice"):
+            message = dict(body) if isinstance(body, Mapping) else {"content": body}
+            message.setdefault("role", _GENAI_MESSAGE_EVENTS[name])
+            messages.append(message)
+        else:
+            key = _EVENT_CONTENT_KEYS.get((name, side))
+            if key is not None and (value := attributes.get(key)) is not None:
+                messages.extend(_message_list(value) or ())
+                raw = value
+    if messages and (text := _messages_text(messages, side)) is not None:
+        return text
+    return _as_text(raw)
+
+
+_GENAI_MESSAGE_EVENTS: Final[Mapping[object, str | None]] = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+    "gen_ai.choice": None,
+}
+"""GenAI's per-message content events, with the role each implies."""
+GENAI_CONTENT_EVENTS: Final = frozenset(
+    {
+        *(name for name in _GENAI_MESSAGE_EVENTS if isinstance(name, str)),
+        "gen_ai.client.inference.operation.details",
+        "gen_ai.content.prompt",
+        "gen_ai.content.completion",
+    }
+)
+"""The event names whose records the log receiver attaches to their span."""
+_EVENT_CONTENT_KEYS: Final[Mapping[tuple[object, Side], str]] = {
+    ("gen_ai.client.inference.operation.details", "input"): "gen_ai.input.messages",
+    ("gen_ai.client.inference.operation.details", "output"): "gen_ai.output.messages",
+    ("gen_ai.content.prompt", "input"): "gen_ai.prompt",
+    ("gen_ai.content.completion", "output"): "gen_ai.completion",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The conventions, one table each
+# ---------------------------------------------------------------------------------------------
+
+KindReader = Callable[[SpanRecord], str | None]
+FieldReader = Callable[[SpanRecord, str], str | None]
+"""Reads a field of a span whose kind is already decided; None when the convention is silent."""
+
+
+@dataclass(frozen=True, slots=True)
+class Convention:
+    """How one instrumentation vocabulary says what a span is (docs/traces.md has the matrix)."""
+
+    name: str
+    kind: KindReader
+    agent_name: FieldReader
+    input: FieldReader
+    output: FieldReader
+    provider_keys: tuple[str, ...] = ()
+    input_token_keys: tuple[str, ...] = ()
+    output_token_keys: tuple[str, ...] = ()
+
+
+def _kind_from(key: str, kinds: Mapping[str, str]) -> KindReader:
+    def read(record: SpanRecord) -> str | None:
+        value = record.attributes.get(key)
+        return kinds.get(value.strip().lower()) if isinstance(value, str) else None
+
+    return read
+
+
+def _named(*keys: str, kinds: frozenset[str] | None = None) -> FieldReader:
+    def read(record: SpanRecord, kind: str) -> str | None:
+        if kinds is not None and kind not in kinds:
+            return None
+        return _first_text(record.attributes, keys)
+
+    return read
+
+
+# --- OpenInference (Arize Phoenix instrumentations) ------------------------------------------
+
+_OPENINFERENCE_KINDS: Final = {kind.lower(): kind.lower() for kind in SPAN_KINDS}
+
+
+def _openinference_content(side: Side) -> FieldReader:
+    value_key = f"{side}.value"
+    messages_prefix = f"llm.{side}_messages."
+
+    def read(record: SpanRecord, kind: str) -> str | None:
+        attributes = record.attributes
+        if kind == "llm":
+            messages = [
+                _openinference_message(item) for item in _indexed(attributes, messages_prefix)
+            ]
+            if messages and (text := _messages_text(messages, side)) is not None:
+                return text
+            if (value := attributes.get(value_key)) is not None:
+                return _conversation(value, side)
+        return _as_text(attributes.get(value_key))
+
+    return read
+
+
+def _openinference_message(item: Mapping[str, Any]) -> dict[str, Any]:
+    """One flattened `llm.input_messages.N.message.*` entry as a message."""
+    content = item.get("message.content")
+    if content is None:
+        parts = _indexed(item, "message.contents.")
+        content = [{"type": "text", "text": part.get("message_content.text")} for part in parts]
+    return {"role": item.get("message.role"), "content": content}
+
+
+OPENINFERENCE: Final = Convention(
+    name="OpenInference",
+    kind=_kind_from("openinference.span.kind", _OPENINFERENCE_KINDS),
+    agent_name=_named("agent.name"),
+    input=_openinference_content("input"),
+    output=_openinference_content("output"),
+    provider_keys=("llm.provider", "llm.system"),
+    input_token_keys=("llm.token_count.prompt",),
+    output_token_keys=("llm.token_count.completion",),
+)
+
+
+# --- OpenTelemetry GenAI semantic conventions ------------------------------------------------
+
+_GENAI_OPERATION_KINDS: Final[Mapping[str, str]] = {
+    "chat": "llm",
+    "text_completion": "llm",
+    "generate_content": "llm",
+    "invoke_agent": "agent",
+    "create_agent": "agent",
+    "execute_tool": "tool",
+    "embeddings": "embedding",
+}
+_GENAI_CONTENT_KEYS: Final[Mapping[Side, tuple[str, str, str]]] = {
+    # messages (newer), plain text (older), tool call
+    "input": ("gen_ai.input.messages", "gen_ai.prompt", "gen_ai.tool.call.arguments"),
+    "output": ("gen_ai.output.messages", "gen_ai.completion", "gen_ai.tool.call.result"),
+}
+
+
+def _genai_content(side: Side) -> FieldReader:
+    messages_key, text_key, tool_key = _GENAI_CONTENT_KEYS[side]
+
+    def read(record: SpanRecord, kind: str) -> str | None:
+        attributes = record.attributes
+        if kind == "tool" and (value := attributes.get(tool_key)) is not None:
+            return _as_text(value)
+        for key in (messages_key, text_key):
+            if (value := attributes.get(key)) is not None:
+                return _conversation(value, side)
+        return None
+
+    return read
+
+
+GENAI: Final = Convention(
+    name="OpenTelemetry GenAI",
+    kind=_kind_from("gen_ai.operation.name", _GENAI_OPERATION_KINDS),
+    agent_name=_named("gen_ai.agent.name"),
+    input=_genai_content("input"),
+    output=_genai_content("output"),
+    provider_keys=("gen_ai.provider.name", "gen_ai.system"),
+    input_token_keys=("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+    output_token_keys=("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+)
+
+
+# --- OpenLLMetry (Traceloop) -----------------------------------------------------------------
+
+_TRACELOOP_KINDS: Final[Mapping[str, str]] = {
+    "agent": "agent",
+    "tool": "tool",
+    "workflow": "chain",
+    "task": "chain",
+}
+_LLM_REQUEST_KINDS: Final[Mapping[str, str]] = {
+    "chat": "llm",
+    "completion": "llm",
+    "embedding": "embedding",
+    "rerank": "reranker",
+}
+
+
+def _openllmetry_kind(record: SpanRecord) -> str | None:
+    return _kind_from("traceloop.span.kind", _TRACELOOP_KINDS)(record) or _kind_from(
+        "llm.request.type", _LLM_REQUEST_KINDS
+    )(record)
+
+
+def _openllmetry_content(side: Side) -> FieldReader:
+    numbered = ("gen_ai.prompt.", "llm.prompts.") if side == "input" else ("gen_ai.completion.",)
+    entity_key = f"traceloop.entity.{side}"
+
+    def read(record: SpanRecord, kind: str) -> str | None:
+        attributes = record.attributes
+        for prefix in numbered if kind == "llm" else ():
+            messages = _indexed(attributes, prefix)
+            if messages:
+                if (text := _messages_text(messages, side)) is not None:
+                    return text
+                return _to_json(messages)
+        value = attributes.get(entity_key)
+        if value is None:
+            return None
+        return _entity_input(value, kind) if side == "input" else _entity_output(value)
+
+    return read
+
+
+def _entity_input(value: object, kind: str) -> str | None:
+    """`traceloop.entity.input` (`{"args": [...], "kwargs": {...}}`): an agent's one text
+    argument; a tool's keyword arguments as a JSON object when it has no positional ones (as
+    GenAI's `gen_ai.tool.call.arguments`); else the value as sent."""
+    data = _parsed(value)
+    if isinstance(data, Mapping):
+        args = data.get("args")
+        args = args if isinstance(args, list) else []
+        kwargs = data.get("kwargs")
+        kwargs = kwargs if isinstance(kwargs, Mapping) else {}
+        values = [*args, *kwargs.values()]
+        if kind == "agent" and len(values) == 1 and isinstance(values[0], str):
+            return values[0]
+        if kind == "tool" and not args and kwargs:
+            return _to_json(kwargs)
+    return _as_text(value)
+
+
+def _entity_output(value: object) -> str | None:
+    """`traceloop.entity.output` (the return value as JSON): text as text."""
+    data = _parsed(value)
+    return data if isinstance(data, str) else _as_text(value)
+
+
+OPENLLMETRY: Final = Convention(
+    name="OpenLLMetry",
+    kind=_openllmetry_kind,
+    agent_name=_named("traceloop.entity.name", kinds=frozenset({"agent"})),
+    input=_openllmetry_content("input"),
+    output=_openllmetry_content("output"),
+    input_token_keys=("llm.usage.prompt_tokens",),
+    output_token_keys=("llm.usage.completion_tokens",),
+)
+
+
+# --- Logfire (Pydantic) ----------------------------------------------------------------------
+
+_LOGFIRE_SCOPE: Final = "logfire"
+_LOGFIRE_TAG_KINDS: Final[Mapping[str, str]] = {"agent": "agent", "tool": "tool", "llm": "llm"}
+_RETURN_KEY: Final = "return"
+
+
+def _is_logfire_span(record: SpanRecord) -> bool:
+    return record.attributes.get("logfire.span_type") == "span"
+
+
+def _logfire_kind(record: SpanRecord) -> str | None:
+    """A tag naming a kind (`_tags=["tool"]`), else a root span of `logfire.span` or
+    `@logfire.instrument` is the agent."""
+    if not _is_logfire_span(record):
+        return None
+    tags = record.attributes.get("logfire.tags")
+    for tag in tags if isinstance(tags, list | tuple) else ():
+        if isinstance(tag, str) and (kind := _LOGFIRE_TAG_KINDS.get(tag.strip().lower())):
+            return kind
+    if record.parent_span_id is None and record.scope_name == _LOGFIRE_SCOPE:
+        return "agent"
+    return None
+
+
+def _logfire_arguments(record: SpanRecord) -> dict[str, Any]:
+    """The span's own arguments: what `logfire.json_schema` lists, less the return value."""
+    schema = _parsed(record.attributes.get("logfire.json_schema"))
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return {}
+    return {
+        key: record.attributes[key]
+        for key in properties
+        if key != _RETURN_KEY
+        and key in record.attributes
+        and not key.startswith(("gen_ai.", "logfire.", "code."))
+    }
+
+
+def _logfire_input(record: SpanRecord, kind: str) -> str | None:
+    """An agent's one argument as text; a tool's arguments as a JSON object (as GenAI's
+    `gen_ai.tool.call.arguments`), so a tool call reads the same whoever traced it."""
+    if kind not in ("agent", "tool") or not _is_logfire_span(record):
+        return None
+    arguments = _logfire_arguments(record)
+    if kind == "agent" and len(arguments) == 1:
+        return _as_text(next(iter(arguments.values())))
+    return _to_json(arguments) if arguments else None
+
+
+def _logfire_output(record: SpanRecord, kind: str) -> str | None:
+    if kind not in ("agent", "tool") or not _is_logfire_span(record):
+        return None
+    return _as_text(record.attributes.get(_RETURN_KEY))
+
+
+LOGFIRE: Final = Convention(
+    name="Logfire",
+    kind=_logfire_kind,
+    agent_name=lambda record, kind: None,
+    input=_logfire_input,
+    output=_logfire_output,
+)
+
+
+CONVENTIONS: Final = (OPENINFERENCE, GENAI, OPENLLMETRY, LOGFIRE)
+"""In the order they are asked: the first convention that answers a field decides it."""
+_AGENT_NAME_ORDER: Final = (GENAI, OPENINFERENCE, OPENLLMETRY, LOGFIRE)
+"""The standard's `gen_ai.agent.name` wins over OpenInference's `agent.name`."""
+_PROVIDER_KEYS: Final = tuple(key for c in (GENAI, OPENINFERENCE) for key in c.provider_keys)
+_INPUT_TOKEN_KEYS: Final = tuple(key for c in CONVENTIONS for key in c.input_token_keys)
+_OUTPUT_TOKEN_KEYS: Final = tuple(key for c in CONVENTIONS for key in c.output_token_keys)
+_TOKEN_KEYS: Final = _INPUT_TOKEN_KEYS + _OUTPUT_TOKEN_KEYS
 
 
 def _first_token_count(

@@ -91,8 +91,10 @@ def summarize_session(
       the correlation keys are read from it first.
     - agent_name: the root's, else the earliest span that names one.
     - input / output: the root's, else the earliest agent span that has a value (a root that
-      is an HTTP handler span often carries neither).
-    - models: every distinct `SpanView.model`, ordered by first use.
+      is an HTTP handler span often carries neither), else the first model call's input and
+      the last model call's output (the question asked, the answer given).
+    - models: every distinct `SpanView.model` of the LLM spans, ordered by first use (an agent
+      span's requested model is not a model the session used).
     - tokens: sums over LLM spans only (agent spans often repeat totals), None when no LLM span
       reports them, so "unknown" is never shown as 0.
     - latency_ms: latest end minus earliest start; None when either is missing, or when the
@@ -142,9 +144,9 @@ def summarize_session(
         )
     return SessionSummary(
         agent_name=_pick(root, spans, lambda view: view.agent_name),
-        input=_pick(root, agents, lambda view: view.input),
-        output=_pick(root, agents, lambda view: view.output),
-        models=tuple(dict.fromkeys(span.view.model for span in spans if span.view.model)),
+        input=_pick(root, [*agents, *llm_calls], lambda view: view.input),
+        output=_pick(root, [*agents, *reversed(llm_calls)], lambda view: view.output),
+        models=tuple(dict.fromkeys(span.view.model for span in llm_calls if span.view.model)),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         latency_ms=latency_ms,

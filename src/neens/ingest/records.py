@@ -58,3 +58,22 @@ class Rejection:
 class DecodedBatch:
     spans: list[SpanRecord]
     rejections: list[Rejection]
+
+
+@dataclass(frozen=True, slots=True)
+class SpanLogEvent:
+    """A GenAI content event received as an OTLP log record, for the span it names."""
+
+    trace_id: str
+    span_id: str
+    event: dict[str, Any]
+    """As a span event: `{"name", "time", "attributes", "body"}`."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedLogs:
+    events: list[SpanLogEvent]
+    """The GenAI content events, to attach to their spans."""
+    ignored: int
+    """Other log records: acknowledged, not stored."""
+    rejections: list[Rejection]

@@ -196,6 +196,26 @@ class Span(Base):
     """The model this span reports (conventions applied), kept to find sessions to re-price."""
 
 
+class LogEvent(Base):
+    """A GenAI content event received as an OTLP log record (`POST /v1/logs`).
+
+    Kept apart from the span it belongs to, because spans are written once and the event may
+    arrive before its span or after it; whenever the span's session is derived or read, the
+    events of each span are added to the span's own, in the order received.
+    """
+
+    __tablename__ = "log_events"
+    __table_args__ = (Index(None, "project_id", "trace_id"),)
+
+    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    trace_id: Mapped[str] = mapped_column(String(256))
+    span_id: Mapped[str] = mapped_column(String(256))
+    event: Mapped[dict[str, Any]] = mapped_column()
+    """As a span event: `{"name", "time", "attributes", "body"}`."""
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class ModelPrice(Base):
     """A project's own price for a model; it wins over the genai-prices table."""
 

@@ -11,6 +11,7 @@ push mode, then its scoring job), except a runner-mode run waiting for traces; k
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +36,7 @@ from neens.store.models import (
     PreprodRun,
     TraceSession,
 )
+from neens.store.sessions import untagged_traces_hint
 from neens.store.types import storable_text, utcnow
 
 log = logging.getLogger("neens.runs")
@@ -394,7 +396,14 @@ async def get_run(db: Database, project_id: str, run_id: str) -> RunInfo:
         row = await s.scalar(_run_query(project_id).where(PreprodRun.id == run_id))
         if row is None:
             raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
-        return _info(row, (await status_counts(s, [row.id]))[row.id], await jobs_of(s, [row.id]))
+        info = _info(row, (await status_counts(s, [row.id]))[row.id], await jobs_of(s, [row.id]))
+        waiting = info.waiting
+        if waiting is not None and waiting.on == "traces":
+            hint = await untagged_traces_hint(s, project_id, row.created_at)
+            if hint is not None:
+                waiting = dataclasses.replace(waiting, message=f"{waiting.message}; {hint}")
+                info = dataclasses.replace(info, waiting=waiting)
+        return info
 
 
 async def list_runs(

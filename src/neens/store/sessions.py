@@ -13,15 +13,27 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, bindparam, func, select, update
+from sqlalchemy import (
+    Connection,
+    Table,
+    and_,
+    bindparam,
+    func,
+    insert,
+    select,
+    text,
+    tuple_,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.conventions import Flag, SpanView, safe_label, span_view
 from neens.domain.pricing import PriceBook
 from neens.domain.sessions import SessionSummary, summarize_session
 from neens.errors import NotFound
-from neens.ingest.records import Rejection, SpanRecord
+from neens.ingest.records import Rejection, SpanLogEvent, SpanRecord
 from neens.store.db import Database, dialect_insert
-from neens.store.models import Span, TraceSession
+from neens.store.models import LogEvent, Span, TraceSession
 from neens.store.pricing import price_book
 from neens.store.types import utcnow
 
@@ -44,8 +56,9 @@ class SessionFilter:
     eval_run_id: str | None = None
 
 
-def _record(row: Any, trace_id: str) -> SpanRecord:
-    """A stored span (ORM object or row) back as the record it was decoded into."""
+def _record(row: Any, trace_id: str, log_events: list[Any] | None = None) -> SpanRecord:
+    """A stored span (ORM object or row) back as the record it was decoded into, with the
+    content events received for it on /v1/logs after its own events."""
     return SpanRecord(
         trace_id=trace_id,
         span_id=row.span_id,
@@ -58,7 +71,7 @@ def _record(row: Any, trace_id: str) -> SpanRecord:
         status_message=row.status_message,
         attributes=row.attributes,
         resource_attributes=row.resource_attributes,
-        events=row.events,
+        events=[*row.events, *log_events] if log_events else row.events,
         scope_name=row.scope_name,
         input=row.input,
         output=row.output,
@@ -118,9 +131,11 @@ def _resummarize(
 ) -> dict[int, SessionSummary]:
     """Recompute session rows (pk → trace id) from all their stored spans, in two statements."""
     by_session: dict[int, list[SpanRecord]] = defaultdict(list)
+    log_events = _log_events(conn, list(sessions))
     rows = conn.execute(select(_SPANS).where(_SPANS.c.session_pk.in_(list(sessions))))
     for row in rows:
-        by_session[row.session_pk].append(_record(row, sessions[row.session_pk]))
+        extra = log_events.get((row.session_pk, row.span_id))
+        by_session[row.session_pk].append(_record(row, sessions[row.session_pk], extra))
     summaries = {pk: summarize_session(by_session[pk], books[pk]) for pk in sorted(sessions)}
     conn.execute(
         _UPDATE_SUMMARY,
@@ -131,6 +146,102 @@ def _resummarize(
 
 _SESSIONS = cast(Table, TraceSession.__table__)
 _SPANS = cast(Table, Span.__table__)
+_LOG_EVENTS = cast(Table, LogEvent.__table__)
+
+
+def _log_events(conn: Connection, session_pks: list[int]) -> dict[tuple[int, str], list[Any]]:
+    """(session pk, span id) → the log events received for that span, in arrival order."""
+    rows = conn.execute(
+        select(_SESSIONS.c.pk, _LOG_EVENTS.c.span_id, _LOG_EVENTS.c.event)
+        .join(
+            _LOG_EVENTS,
+            and_(
+                _LOG_EVENTS.c.project_id == _SESSIONS.c.project_id,
+                _LOG_EVENTS.c.trace_id == _SESSIONS.c.trace_id,
+            ),
+        )
+        .where(_SESSIONS.c.pk.in_(session_pks))
+        .order_by(_LOG_EVENTS.c.pk)
+    )
+    result: dict[tuple[int, str], list[Any]] = defaultdict(list)
+    for pk, span_id, event in rows:
+        result[(pk, span_id)].append(event)
+    return result
+
+
+def _lock_traces(conn: Connection, keys: list[tuple[str, str]], *, shared: bool) -> None:
+    """On PostgreSQL, a transaction lock per (project, trace): span writers share it, a log
+    writer takes it alone, so whichever commits second sees the other's rows (a span writer
+    finds the log events, a log writer finds the session) and no event is left unapplied.
+    SQLite writers already take turns."""
+    if conn.dialect.name != "postgresql" or not keys:
+        return
+    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    conn.execute(
+        text(
+            f"SELECT {function}(h) FROM (SELECT DISTINCT hashtextextended(k, 0) AS h "
+            "FROM unnest(CAST(:keys AS text[])) AS k ORDER BY h) AS locks"
+        ),
+        {"keys": [f"{project_id}\x1f{trace_id}" for project_id, trace_id in keys]},
+    )
+
+
+def _traces_with_log_events(conn: Connection, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    rows = conn.execute(
+        select(_LOG_EVENTS.c.project_id, _LOG_EVENTS.c.trace_id)
+        .where(tuple_(_LOG_EVENTS.c.project_id, _LOG_EVENTS.c.trace_id).in_(keys))
+        .distinct()
+    )
+    return {(project_id, trace_id) for project_id, trace_id in rows}
+
+
+async def write_log_events(db: Database, project_id: str, events: list[SpanLogEvent]) -> None:
+    """Store GenAI content events from /v1/logs and re-derive the sessions they belong to.
+
+    An event whose span has not arrived is kept all the same: the span's write finds it
+    (`_store`) and derives the session with it.
+    """
+    if not events:
+        return
+    keys = sorted({(project_id, event.trace_id) for event in events})
+    books: dict[str, PriceBook] = {}
+
+    async def prepare() -> None:
+        async with db.read() as s:
+            books[project_id] = await price_book(s, project_id, db)
+
+    def store(conn: Connection) -> None:
+        _lock_traces(conn, keys, shared=False)
+        now = utcnow()
+        conn.execute(
+            insert(_LOG_EVENTS),
+            [
+                {
+                    "project_id": project_id,
+                    "trace_id": event.trace_id,
+                    "span_id": event.span_id,
+                    "event": event.event,
+                    "received_at": now,
+                }
+                for event in events
+            ],
+        )
+        rows = conn.execute(
+            select(_SESSIONS.c.pk, _SESSIONS.c.trace_id)
+            .where(
+                _SESSIONS.c.project_id == project_id,
+                _SESSIONS.c.trace_id.in_([trace_id for _, trace_id in keys]),
+            )
+            .order_by(_SESSIONS.c.pk)
+            .with_for_update()
+        )
+        sessions = dict(rows.all())
+        if sessions:
+            _resummarize(conn, sessions, dict.fromkeys(sessions, books[project_id]))
+
+    await db.run_write(store, prepare=prepare)
+
+
 _SUMMARY_COLUMNS = (
     "agent_name",
     "input",
@@ -326,6 +437,7 @@ def _store(
 ) -> dict[tuple[str, str], SessionSummary]:
     """The statements of `write_span_batches`; returns the summaries it had to re-derive."""
     statements = _statements_for(conn.dialect.name)
+    _lock_traces(conn, keys, shared=True)
     now = utcnow()
     inserted = conn.execute(
         statements.new_sessions,
@@ -382,6 +494,9 @@ def _store(
     conn.execute(
         statements.spans, [_span_values(pk_of[key], r, model) for key, r, model in span_rows]
     )
+    fresh = [key for key in keys if key not in stale]
+    if fresh and (with_events := _traces_with_log_events(conn, fresh)):
+        stale = sorted({*stale, *with_events})  # content events that came before their spans
     if not stale:
         return {}
     rederived = _resummarize(
@@ -484,4 +599,52 @@ async def get_session(db: Database, project_id: str, trace_id: str) -> StoredSes
         spans = await s.scalars(
             select(Span).where(Span.session_pk == row.pk).order_by(Span.start_time, Span.pk)
         )
-        return _stored(row, [_record(span, trace_id) for span in spans])
+        conn = await s.connection()
+        log_events = await conn.run_sync(_log_events, [row.pk])
+        return _stored(
+            row, [_record(span, trace_id, log_events.get((row.pk, span.span_id))) for span in spans]
+        )
+
+
+_HINT_SAMPLE = 100
+"""Sessions looked at for a waiting run's hint: enough to say "many", cheap to read."""
+
+
+async def untagged_traces_hint(s: AsyncSession, project_id: str, since: datetime) -> str | None:
+    """Why a runner-mode run may still be waiting, from the traces that arrived since `since`
+    without a `neens.eval_run_id`; None when none did.
+
+    A misspelled correlation key (flagged `correlation_key_misspelled`) is named; otherwise
+    the traces carry no correlation attributes at all, which is what an exporter that does
+    not apply `OTEL_RESOURCE_ATTRIBUTES` sends.
+    """
+    rows = await s.scalars(
+        select(TraceSession.warnings)
+        .where(
+            TraceSession.project_id == project_id,
+            TraceSession.created_at >= since,
+            TraceSession.eval_run_id.is_(None),
+        )
+        .order_by(TraceSession.pk.desc())
+        .limit(_HINT_SAMPLE + 1)
+    )
+    sessions = list(rows)
+    if not sessions:
+        return None
+    many = "more than 100" if len(sessions) > _HINT_SAMPLE else str(len(sessions))
+    misspelled = [
+        warning["message"]
+        for warnings in sessions
+        for warning in warnings or ()
+        if warning.get("code") == "correlation_key_misspelled"
+    ]
+    if misspelled:
+        return (
+            f"{len(misspelled)} trace(s) received since the run was created have a misspelled "
+            f"correlation key ({misspelled[0]})"
+        )
+    return (
+        f"{many} trace(s) received since the run was created carry no neens.eval_run_id; if "
+        "they come from your runner, its exporter does not apply OTEL_RESOURCE_ATTRIBUTES (in "
+        "JavaScript, register the environment resource detector: see docs/preprod.md)"
+    )
