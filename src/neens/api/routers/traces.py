@@ -9,46 +9,25 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from neens.api.body import read_body
 from neens.api.deps import IngestDep
+from neens.api.otlp_http import EXPORT_RESPONSES, otlp_request_body, read_otlp_body
 from neens.engine.ingest import ingest_spans
-from neens.errors import UnsupportedMediaType
 from neens.ingest.otlp import decode_json, decode_protobuf, encode_response, rejections_message
 
 router = APIRouter(tags=["traces"])
-
-PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
-
-_OTLP_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
-            JSON: {"schema": {"type": "object", "description": "ExportTraceServiceRequest"}},
-        },
-    }
-}
 
 
 @router.post(
     "/v1/traces",
     operation_id="traces-export",
-    openapi_extra=_OTLP_BODY,
+    openapi_extra=otlp_request_body("ExportTraceServiceRequest"),
     response_class=Response,
-    responses={200: {"content": {PROTOBUF: {}, JSON: {}}, "description": "Export response"}},
+    responses=EXPORT_RESPONSES,
 )
 async def export_traces(request: Request, ingest: IngestDep) -> Response:
     """Receive an OTLP ExportTraceServiceRequest. Answers in the encoding it was sent."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type not in (PROTOBUF, JSON):
-        raise UnsupportedMediaType(
-            f"Content-Type {content_type or '(none)'!r} is not accepted; send {PROTOBUF} or {JSON}",
-            field="Content-Type",
-        )
-    body = await read_body(request, ingest.settings.max_request_bytes)
-    is_json = content_type == JSON
-    batch = decode_json(body) if is_json else decode_protobuf(body)
+    otlp = await read_otlp_body(request, ingest.settings.max_request_bytes)
+    batch = decode_json(otlp.body) if otlp.is_json else decode_protobuf(otlp.body)
     flagged: list[str] = []
     rejections = list(batch.rejections)
     if batch.spans:
@@ -61,6 +40,6 @@ async def export_traces(request: Request, ingest: IngestDep) -> Response:
         rejections += ingested.rejected
     message = rejections_message(rejections, flagged)
     return Response(
-        encode_response(len(rejections), message, json=is_json),
-        media_type=content_type,
+        encode_response(len(rejections), message, json=otlp.is_json),
+        media_type=otlp.content_type,
     )
