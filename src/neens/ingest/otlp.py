@@ -148,6 +148,11 @@ def encode_response(rejected: int, message: str, *, json: bool) -> bytes:
     if rejected > 0 or message:
         response.partial_success.rejected_spans = rejected
         response.partial_success.error_message = _encodable(message)
+    return _serialize(response, json=json)
+
+
+def _serialize(response: Message, *, json: bool) -> bytes:
+    """An Export*ServiceResponse as protobuf or compact OTLP/JSON."""
     if json:
         payload = json_format.MessageToDict(response, use_integers_for_enums=True)
         return jsonlib.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

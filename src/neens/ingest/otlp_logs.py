@@ -34,6 +34,8 @@ from neens.ingest.otlp import (
     _attributes,
     _encodable,
     _first,
+    _parse_dict,
+    _serialize,
     _time,
     _Undecodable,
 )
@@ -79,9 +81,7 @@ def decode_logs_json(body: bytes) -> DecodedLogs:
     _hex_ids_to_base64(document)
     request = ExportLogsServiceRequest()
     try:
-        json_format.ParseDict(
-            document, request, ignore_unknown_fields=True, max_recursion_depth=_JSON_DEPTH
-        )
+        _parse_dict(document, request, _JSON_DEPTH)
     except (json_format.ParseError, RecursionError, ValueError, TypeError) as exc:
         raise InvalidInput(
             "request body is not a valid OTLP/JSON ExportLogsServiceRequest: "
@@ -97,10 +97,7 @@ def encode_logs_response(rejected: int, message: str, *, json: bool) -> bytes:
     if rejected > 0 or message:
         response.partial_success.rejected_log_records = rejected
         response.partial_success.error_message = _encodable(message)
-    if json:
-        payload = json_format.MessageToDict(response, use_integers_for_enums=True)
-        return jsonlib.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return response.SerializeToString()
+    return _serialize(response, json=json)
 
 
 def logs_rejections_message(rejections: list[Rejection], *, limit: int = 5) -> str:
