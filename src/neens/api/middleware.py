@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from neens.api.body import too_large
 from neens.api.errors import error_body
+from neens.api.guards import is_json_media_type
 from neens.errors import InvalidInput, NeensError, NotFound, PayloadTooLarge, Unprocessable
 
 log = logging.getLogger("neens.api")
@@ -172,13 +173,6 @@ def json_depth_exceeds(body: bytes, limit: int) -> bool:
     return False
 
 
-def _is_json(headers: Headers) -> bool:
-    media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return media == "application/json" or (
-        media.startswith("application/") and media.endswith("+json")
-    )
-
-
 class JsonDepthMiddleware(HttpMiddleware):
     """JSON bodies nested deeper than `MAX_JSON_DEPTH` are a clean 400 before parsing.
 
@@ -199,7 +193,7 @@ class JsonDepthMiddleware(HttpMiddleware):
         headers = Headers(scope=scope)
         if (
             scope["path"] in self.own_decoders
-            or not _is_json(headers)
+            or not is_json_media_type(headers.get("content-type", ""))
             or headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
         ):
             await self.app(scope, receive, send)
