@@ -10,7 +10,8 @@ from fastapi.dependencies.models import Dependant
 from neens.errors import Unprocessable, UnsupportedMediaType
 
 
-def _is_json_media_type(content_type: str) -> bool:
+def is_json_media_type(content_type: str) -> bool:
+    """Whether a Content-Type names JSON: `application/json` or any `application/…+json`."""
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or (
         media.startswith("application/") and media.endswith("+json")
@@ -28,7 +29,7 @@ async def require_json_content_type(request: Request) -> None:
     if getattr(route, "body_field", None) is None:
         return
     content_type = request.headers.get("content-type")
-    if _is_json_media_type(content_type or ""):
+    if is_json_media_type(content_type or ""):
         return
     length = request.headers.get("content-length")
     if length == "0" or (length is None and "transfer-encoding" not in request.headers):

@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from neens.api.body import too_large
 from neens.api.errors import error_body
+from neens.api.guards import is_json_media_type
 from neens.errors import InvalidInput, NeensError, NotFound, PayloadTooLarge, Unprocessable
 
 log = logging.getLogger("neens.api")
@@ -46,8 +47,8 @@ def new_error_id() -> str:
     return f"err_{secrets.token_hex(8)}"
 
 
-class ErrorEnvelopeMiddleware:
-    """The last line: an unexpected exception becomes a 500 with an error id that is in the log."""
+class HttpMiddleware:
+    """An ASGI middleware that guards HTTP requests and passes every other scope straight on."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -56,6 +57,16 @@ class ErrorEnvelopeMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        await self.handle(scope, receive, send)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
+class ErrorEnvelopeMiddleware(HttpMiddleware):
+    """The last line: an unexpected exception becomes a 500 with an error id that is in the log."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def tracking_send(message: Message) -> None:
@@ -89,17 +100,14 @@ class _BodyTooLarge(PayloadTooLarge):
     """Raised from `receive` once the body passed the cap; whatever the app answers is dropped."""
 
 
-class BodyLimitMiddleware:
+class BodyLimitMiddleware(HttpMiddleware):
     """Every request body, on every route, is capped at `max_bytes` as it arrives."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = Headers(scope=scope).get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
             await send_error(too_large(self.max_bytes), scope, receive, send)
@@ -165,14 +173,7 @@ def json_depth_exceeds(body: bytes, limit: int) -> bool:
     return False
 
 
-def _is_json(headers: Headers) -> bool:
-    media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return media == "application/json" or (
-        media.startswith("application/") and media.endswith("+json")
-    )
-
-
-class JsonDepthMiddleware:
+class JsonDepthMiddleware(HttpMiddleware):
     """JSON bodies nested deeper than `MAX_JSON_DEPTH` are a clean 400 before parsing.
 
     Paths in `own_decoders` read and bound their bodies themselves (OTLP, possibly gzip).
@@ -184,18 +185,15 @@ class JsonDepthMiddleware:
         max_depth: int = MAX_JSON_DEPTH,
         own_decoders: frozenset[str] = frozenset(),
     ) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_depth = max_depth
         self.own_decoders = own_decoders
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         if (
             scope["path"] in self.own_decoders
-            or not _is_json(headers)
+            or not is_json_media_type(headers.get("content-type", ""))
             or headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
         ):
             await self.app(scope, receive, send)
@@ -232,16 +230,10 @@ def _replay(first: Message, receive: Receive) -> Receive:
     return replay
 
 
-class UnstorableParameterMiddleware:
+class UnstorableParameterMiddleware(HttpMiddleware):
     """A NUL character in the path is a 404 and in a query parameter a 422 naming it."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         error: NeensError | None = None
         if "\x00" in scope["path"]:
             error = NotFound("no resource here: the path holds a NUL character (%00)")

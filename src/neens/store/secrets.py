@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from neens.secrets import SecretBox
+from neens.secrets import PREFIX, SecretBox
 from neens.store.db import Database
 from neens.store.models import AgentConnection, Judge, NotificationSink
 
@@ -19,8 +19,8 @@ from neens.store.models import AgentConnection, Judge, NotificationSink
 def _fresh(box: SecretBox, stored: str, what: str, rotate: bool) -> str | None:
     """The value to store instead of `stored`, or None to keep it."""
     plain = box.open(stored, what=what)
-    if box.is_current(stored) or (not rotate and stored != plain):
-        return None
+    if stored.startswith(PREFIX) and (not rotate or box.is_current(stored)):
+        return None  # only a rotation decrypts a second time, to tell the key apart
     return box.seal(plain)
 
 
