@@ -359,6 +359,16 @@ async def jobs_of(s: AsyncSession, run_ids: list[str]) -> dict[str, Job]:
     return {job.dedupe_key: job for job in rows if job.dedupe_key is not None}
 
 
+def live_jobs(jobs: dict[str, Job], run_id: str) -> list[tuple[RunJob, Job]]:
+    """The run's jobs still queued or running (from `jobs_of`), the later step first."""
+    names: tuple[RunJob, ...] = ("scoring", "push")
+    return [
+        (name, job)
+        for name in names
+        if (job := jobs.get(job_key(name, run_id))) is not None and job.status in LIVE
+    ]
+
+
 def _waiting(
     row: PreprodRun, counts: dict[str, int], jobs: dict[str, Job], now: datetime
 ) -> Waiting | None:
@@ -374,12 +384,7 @@ def _waiting(
             f"waiting for your runner: {pending} item{'s' if pending != 1 else ''} "
             "still without a trace (report an item your agent cannot run as an item error)",
         )
-    names: tuple[RunJob, ...] = ("scoring", "push")
-    live = [
-        (name, job)
-        for name in names
-        if (job := jobs.get(job_key(name, row.id))) is not None and job.status in LIVE
-    ]
+    live = live_jobs(jobs, row.id)
     if not live:
         return Waiting(
             "worker",
