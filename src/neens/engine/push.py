@@ -21,7 +21,6 @@ from typing import Any, cast
 
 import httpx
 from sqlalchemy import Table, bindparam, func, select, update
-from sqlalchemy.exc import OperationalError
 
 from neens.domain.conventions import record_unstorable_reason, unstorable_text_reason
 from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, call_agent
@@ -32,7 +31,7 @@ from neens.secrets import SecretKeyError
 from neens.store.db import Database
 from neens.store.models import AgentConnection, PreprodItem, PreprodRun, TraceSession
 from neens.store.run_liveness import fail_run
-from neens.store.runs import dispatch_scoring_once, mark_item_error, refusal
+from neens.store.runs import dispatch_scoring_once, mark_item_error, refusal, write_or_split
 from neens.store.sessions import write_spans
 from neens.store.types import utcnow
 
@@ -187,28 +186,21 @@ async def _store_batch(
 ) -> None:
     """Store a batch; when the database refuses it, store its outcomes one by one, so only the
     outcome it refuses errors (a lost connection or lock is not the data's fault: it raises)."""
-    checked = [_checked(run, agent_name, o) for o in batch]
-    try:
-        await _write(db, run, checked)
-    except OperationalError:
-        raise
-    except Exception:
-        if len(checked) == 1 and isinstance(checked[0][0].reply, str):
-            raise  # only an item error was written, and it was refused: nothing to split
-        log.warning("a batch of %d push answers was refused; storing them one by one", len(batch))
-        for outcome, spans in checked:
-            try:
-                await _write(db, run, [(outcome, spans)])
-            except OperationalError:
-                raise
-            except Exception as exc:
-                log.warning("the answer of item %s of run %s was refused", outcome.item_id, run.id)
-                refused = _Outcome(
-                    outcome.item_id,
-                    outcome.prompt,
-                    f"the answer cannot be stored: the database refused it ({refusal(exc)})",
-                )
-                await _write(db, run, [(refused, [])])
+
+    async def refused(entry: tuple[_Outcome, list[SpanRecord]], exc: Exception) -> None:
+        outcome = entry[0]
+        log.warning("the answer of item %s of run %s was refused", outcome.item_id, run.id)
+        error = f"the answer cannot be stored: the database refused it ({refusal(exc)})"
+        await _write(db, run, [(_Outcome(outcome.item_id, outcome.prompt, error), [])])
+
+    await write_or_split(
+        [_checked(run, agent_name, o) for o in batch],
+        lambda entries: _write(db, run, entries),
+        refused,
+        "push answers",
+        # only an item error was written, and it was refused: nothing to split
+        alone_again=lambda entry: not isinstance(entry[0].reply, str),
+    )
 
 
 def _checked(

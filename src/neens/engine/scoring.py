@@ -21,7 +21,6 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import delete, select, update
-from sqlalchemy.exc import OperationalError
 
 from neens.domain.judges import JudgeCase, Verdict, passes
 from neens.domain.preprod import ItemOutcome, candidate_verdict, cohort_stats
@@ -33,7 +32,7 @@ from neens.store.db import Database
 from neens.store.insights import add_insight
 from neens.store.judges import judges_by_id
 from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
-from neens.store.runs import refusal
+from neens.store.runs import refusal, write_or_split
 from neens.store.scores import score_row
 from neens.store.types import storable_text, utcnow
 
@@ -66,16 +65,12 @@ async def score_run(ctx: JobContext, payload: dict[str, Any]) -> None:
     names = {judge_id: info.name for judge_id, info in judges.items()}
 
     async def store(batch: list[_Judged]) -> None:
-        try:
-            await _store_items(db, run, names, batch)
-        except OperationalError:
-            raise
-        except Exception:
-            if len(batch) == 1:
-                raise
-            log.warning("a batch of %d verdicts was refused; storing them one by one", len(batch))
-            for judged in batch:
-                await _store_alone(db, run, names, judged)
+        await write_or_split(
+            batch,
+            lambda entries: _store_items(db, run, names, entries),
+            lambda judged, exc: _mark_refused(db, run, judged, exc),
+            "verdicts",
+        )
 
     async with batch_writer(store) as writer:
 
@@ -109,28 +104,21 @@ async def _store_items(
             await _store_item(s, run, names, judged)
 
 
-async def _store_alone(
-    db: Database, run: PreprodRun, names: dict[str, str], judged: _Judged
-) -> None:
-    """Store one item's verdicts; when the database refuses them, the item errors with why, so
-    one item cannot hold its run's scoring hostage (a lost connection or lock still raises)."""
-    try:
-        await _store_items(db, run, names, [judged])
-    except OperationalError:
-        raise
-    except Exception as exc:
-        log.warning("the verdicts of item %s of run %s were refused", judged.item_id, run.id)
-        error = f"its scores cannot be stored: the database refused them ({refusal(exc)})"
-        async with db.write() as s:
-            await s.execute(
-                update(PreprodItem)
-                .where(PreprodItem.run_id == run.id, PreprodItem.item_id == judged.item_id)
-                .values(
-                    status="error",
-                    error=error,
-                    scored_at=utcnow(),
-                )
+async def _mark_refused(db: Database, run: PreprodRun, judged: _Judged, exc: Exception) -> None:
+    """The item errors with why the database refused its verdicts, so one item cannot hold its
+    run's scoring hostage."""
+    log.warning("the verdicts of item %s of run %s were refused", judged.item_id, run.id)
+    error = f"its scores cannot be stored: the database refused them ({refusal(exc)})"
+    async with db.write() as s:
+        await s.execute(
+            update(PreprodItem)
+            .where(PreprodItem.run_id == run.id, PreprodItem.item_id == judged.item_id)
+            .values(
+                status="error",
+                error=error,
+                scored_at=utcnow(),
             )
+        )
 
 
 async def _store_item(s: Any, run: PreprodRun, names: dict[str, str], judged: _Judged) -> None:

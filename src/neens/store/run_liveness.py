@@ -12,10 +12,18 @@ import logging
 
 from sqlalchemy import func, select, update
 
-from neens.queue.jobs import LIVE, MAX_ATTEMPTS, requeue
+from neens.queue.jobs import MAX_ATTEMPTS, requeue
 from neens.store.db import Database
 from neens.store.models import PreprodItem, PreprodRun
-from neens.store.runs import RUN_JOBS, RunJob, job_key, jobs_of, last_line, status_counts
+from neens.store.runs import (
+    RUN_JOBS,
+    RunJob,
+    job_key,
+    jobs_of,
+    last_line,
+    live_jobs,
+    status_counts,
+)
 from neens.store.types import storable_text, utcnow
 
 log = logging.getLogger("neens.runs")
@@ -66,10 +74,7 @@ async def reconcile_runs(db: Database) -> list[str]:
             counts = await status_counts(s, chunk)
             jobs = await jobs_of(s, chunk)
         for run_id in chunk:
-            if any(
-                (job := jobs.get(job_key(name, run_id))) is not None and job.status in LIVE
-                for name in RUN_JOBS
-            ):
+            if live_jobs(jobs, run_id):
                 continue
             if counts[run_id]["pending"] and running[run_id] != "push":
                 continue
@@ -87,9 +92,9 @@ async def _reconcile_run(db: Database, run_id: str) -> str | None:
         if run is None or run.status != "running":
             return None
         jobs = await jobs_of(s, [run_id])
-        by_name = {name: jobs.get(job_key(name, run_id)) for name in RUN_JOBS}
-        if any(job is not None and job.status in LIVE for job in by_name.values()):
+        if live_jobs(jobs, run_id):
             return None
+        by_name = {name: jobs.get(job_key(name, run_id)) for name in RUN_JOBS}
         for name, job in by_name.items():
             if job is not None and job.status == "failed":
                 run.status = "failed"

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import func, insert, literal, select, update
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.errors import Conflict, NotFound, Unprocessable
@@ -56,6 +58,38 @@ def refusal(exc: Exception) -> str:
     cause = getattr(exc, "orig", None) or exc
     text = str(cause).strip() or type(cause).__name__
     return storable_text(text.splitlines()[0][:300])
+
+
+T = TypeVar("T")
+
+
+async def write_or_split(
+    batch: list[T],
+    write: Callable[[list[T]], Awaitable[None]],
+    refused: Callable[[T, Exception], Awaitable[None]],
+    what: str,
+    *,
+    alone_again: Callable[[T], bool] = lambda _: False,
+) -> None:
+    """Write a batch; when the database refuses it, write its entries one by one and hand each
+    one it still refuses to `refused`, so one bad entry cannot sink the rest (a lost connection
+    or lock is not the data's fault: it raises). A batch of one is not written again unless
+    `alone_again` says so."""
+    try:
+        await write(batch)
+    except OperationalError:
+        raise
+    except Exception:
+        if len(batch) == 1 and not alone_again(batch[0]):
+            raise
+        log.warning("a batch of %d %s was refused; storing them one by one", len(batch), what)
+        for entry in batch:
+            try:
+                await write([entry])
+            except OperationalError:
+                raise
+            except Exception as exc:
+                await refused(entry, exc)
 
 
 def job_key(job: RunJob, run_id: str) -> str:
@@ -325,6 +359,16 @@ async def jobs_of(s: AsyncSession, run_ids: list[str]) -> dict[str, Job]:
     return {job.dedupe_key: job for job in rows if job.dedupe_key is not None}
 
 
+def live_jobs(jobs: dict[str, Job], run_id: str) -> list[tuple[RunJob, Job]]:
+    """The run's jobs still queued or running (from `jobs_of`), the later step first."""
+    names: tuple[RunJob, ...] = ("scoring", "push")
+    return [
+        (name, job)
+        for name in names
+        if (job := jobs.get(job_key(name, run_id))) is not None and job.status in LIVE
+    ]
+
+
 def _waiting(
     row: PreprodRun, counts: dict[str, int], jobs: dict[str, Job], now: datetime
 ) -> Waiting | None:
@@ -340,12 +384,7 @@ def _waiting(
             f"waiting for your runner: {pending} item{'s' if pending != 1 else ''} "
             "still without a trace (report an item your agent cannot run as an item error)",
         )
-    names: tuple[RunJob, ...] = ("scoring", "push")
-    live = [
-        (name, job)
-        for name in names
-        if (job := jobs.get(job_key(name, row.id))) is not None and job.status in LIVE
-    ]
+    live = live_jobs(jobs, row.id)
     if not live:
         return Waiting(
             "worker",

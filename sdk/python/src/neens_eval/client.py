@@ -110,6 +110,13 @@ class RetryNotice:
     waited_s: float
     window_s: float
 
+    def describe(self) -> str:
+        """The one line the CLI shows while it waits for Neens."""
+        return (
+            f"neens: Neens does not answer {self.method} {self.path} ({self.problem}); "
+            f"retrying for up to {max(self.window_s - self.waited_s, 0):.0f} s more"
+        )
+
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Turn every redirect into an `HTTPError` instead of following it (see the module doc)."""

@@ -134,10 +134,7 @@ def _say_retrying() -> Callable[[RetryNotice], None]:
         if said_at and notice.waited_s - said_at[-1] < 10:
             return
         said_at.append(notice.waited_s)
-        sys.stderr.write(
-            f"neens: Neens does not answer {notice.method} {notice.path} ({notice.problem}); "
-            f"retrying for up to {max(notice.window_s - notice.waited_s, 0):.0f} s more\n"
-        )
+        sys.stderr.write(f"{notice.describe()}\n")
         sys.stderr.flush()
 
     return say

@@ -352,12 +352,7 @@ def _client(args: argparse.Namespace, progress: Progress) -> Client:
     client = Client.from_env(retry=retry)
 
     def on_retry(notice: RetryNotice) -> None:
-        progress.update(
-            f"neens: Neens does not answer {notice.method} {notice.path} ({notice.problem}); "
-            f"retrying for up to {max(notice.window_s - notice.waited_s, 0):.0f} s more "
-            f"[{notice.waited_s:.0f}s]",
-            key="retrying",
-        )
+        progress.update(f"{notice.describe()} [{notice.waited_s:.0f}s]", key="retrying")
 
     client.on_retry = on_retry
     return client
