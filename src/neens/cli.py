@@ -67,7 +67,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     import logging
 
-    from neens.queue.standalone import run_worker
+    from neens.engine.worker_process import run_worker
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     settings = _settings(args)

@@ -13,8 +13,8 @@ import httpx
 from sqlalchemy import delete, select, text, update
 
 from neens.api.app import create_app
-from neens.queue import jobs
 from neens.settings import Settings
+from neens.store import jobs
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from neens.store.models import Job, PreprodRun

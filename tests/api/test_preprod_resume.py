@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager
 import httpx
 
 from neens.api.app import create_app
-from neens.queue import jobs
 from neens.settings import Settings
+from neens.store import jobs
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from neens.store.runs import mark_item_error

@@ -23,8 +23,8 @@ from neens.domain.conventions import (
     token_count,
     unstorable_text_reason,
 )
+from neens.domain.spans import SpanRecord
 from neens.ingest.native import decode_native
-from neens.ingest.records import SpanRecord
 
 
 def record(

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from neens.domain.pricing import Price, PriceBook
 from neens.domain.sessions import summarize_session
+from neens.domain.spans import SpanRecord
 from neens.ingest.native import decode_native
-from neens.ingest.records import SpanRecord
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 BOOK = PriceBook(

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neens.domain.span_tree import parent_cycle_members, span_tree, walk
-from neens.ingest.records import SpanRecord
+from neens.domain.spans import SpanRecord
 
 
 def make(span_id: str, parent: str | None) -> SpanRecord:

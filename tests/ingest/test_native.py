@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neens.domain.conventions import span_view
+from neens.domain.spans import Rejection
 from neens.errors import InvalidInput, Unprocessable
 from neens.ingest.native import decode_native
-from neens.ingest.records import Rejection
 
 
 def session(*spans: dict[str, Any], **session_fields: Any) -> dict[str, Any]:

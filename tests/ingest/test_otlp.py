@@ -26,9 +26,9 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from neens.domain.conventions import MAX_NESTING
+from neens.domain.spans import Rejection
 from neens.errors import InvalidInput
 from neens.ingest.otlp import decode_json, decode_protobuf, encode_response, rejections_message
-from neens.ingest.records import Rejection
 from tests.support.otlp import any_value, key_values
 
 TRACE_ID = bytes.fromhex("5b8efff798038103d269b633813fc60c")

@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from neens.queue import jobs
 from neens.queue.worker import JobContext, Worker
+from neens.store import jobs
 from neens.store.db import Database
 from neens.store.models import Job
 

@@ -6,7 +6,7 @@ import asyncio
 import os
 from datetime import UTC, datetime
 
-from neens.ingest.records import SpanRecord
+from neens.domain.spans import SpanRecord
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from neens.store.sessions import get_session, write_spans

@@ -9,7 +9,6 @@ import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import httpx
 from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 
@@ -39,8 +38,7 @@ from neens.api.routers import (
     sessions,
     traces,
 )
-from neens.engine.destinations import guarded_client
-from neens.engine.handlers import make_worker
+from neens.engine.handlers import open_worker
 from neens.engine.ingest import SpanWriter
 from neens.secrets import load_secret_box
 from neens.settings import Settings
@@ -78,12 +76,7 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
         await reencrypt(db, rotate=False)
         writer = SpanWriter(db)
         writer.start()
-        async with guarded_client(
-            allow_private=settings.allow_private_destinations,
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
-            timeout=httpx.Timeout(settings.push_timeout_s),
-        ) as http:
-            worker = make_worker(db, settings, http)
+        async with open_worker(db, settings) as worker:
             app.state.db = db
             app.state.span_writer = writer
             app.state.worker = worker

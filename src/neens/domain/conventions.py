@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from neens.ingest.records import SpanRecord
+from neens.domain.spans import SpanRecord
 
 # ---------------------------------------------------------------------------------------------
 # Storability

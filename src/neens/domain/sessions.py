@@ -27,7 +27,7 @@ from typing import Final, Literal
 from neens.domain.conventions import MAX_TOKENS, Flag, FlagCode, SpanView, safe_label, span_view
 from neens.domain.pricing import PriceBook, span_cost
 from neens.domain.span_tree import parent_cycle_members
-from neens.ingest.records import SpanRecord
+from neens.domain.spans import SpanRecord
 
 __all__ = ["CostStatus", "SessionSummary", "summarize_session"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from neens.ingest.records import SpanRecord
+from neens.domain.spans import SpanRecord
 
 __all__ = ["NESTED_LEVELS", "SpanNode", "parent_cycle_members", "span_tree", "walk"]
 

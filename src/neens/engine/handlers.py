@@ -3,10 +3,13 @@ one place a worker is assembled (for `neens serve` and `neens worker` alike)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 
+from neens.engine.destinations import guarded_client
 from neens.engine.notify import deliver
 from neens.engine.production import score_production_session
 from neens.engine.push import run_push
@@ -42,6 +45,18 @@ GIVE_UP: dict[str, GiveUp] = {
 async def _reconcile(ctx: JobContext) -> None:
     if await reconcile_runs(ctx.db):
         ctx.notify()
+
+
+@asynccontextmanager
+async def open_worker(db: Database, settings: Settings) -> AsyncIterator[Worker]:
+    """The worker `neens serve` runs in process and `neens worker` runs alone: the same job
+    kinds, lease, sweep and outbound client (guarded destinations, one connection pool)."""
+    async with guarded_client(
+        allow_private=settings.allow_private_destinations,
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+        timeout=httpx.Timeout(settings.push_timeout_s),
+    ) as http:
+        yield make_worker(db, settings, http)
 
 
 def make_worker(db: Database, settings: Settings, http: httpx.AsyncClient) -> Worker:

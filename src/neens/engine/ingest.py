@@ -26,9 +26,9 @@ from typing import Final
 from sqlalchemy.exc import DataError
 
 from neens.domain.conventions import safe_label
+from neens.domain.spans import Rejection, SpanRecord
 from neens.engine.linking import link_traces
 from neens.engine.production import enqueue_production_scoring
-from neens.ingest.records import Rejection, SpanRecord
 from neens.store.db import Database
 from neens.store.sessions import SpanBatch, WriteResult, write_span_batches
 

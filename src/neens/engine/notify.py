@@ -16,9 +16,9 @@ import httpx
 from sqlalchemy import select
 
 from neens.engine.destinations import MAX_EXCERPT_CHARS, DestinationRefused, excerpt
-from neens.queue.jobs import MAX_ATTEMPTS
 from neens.queue.worker import JobContext
 from neens.secrets import SecretKeyError
+from neens.store.jobs import MAX_ATTEMPTS
 from neens.store.models import Insight, NotificationDelivery, NotificationSink
 from neens.store.types import utcnow
 

@@ -12,11 +12,11 @@ from typing import Any
 from sqlalchemy import select
 
 from neens.domain.judges import JudgeCase
+from neens.domain.spans import SpanRecord
 from neens.engine.judging import CaseJudge, outbound_of
-from neens.ingest.records import SpanRecord
-from neens.queue.jobs import enqueue
 from neens.queue.worker import JobContext
 from neens.store.db import Database
+from neens.store.jobs import enqueue
 from neens.store.judges import judges_by_id
 from neens.store.models import Judge, TraceSession
 from neens.store.scores import score_row

@@ -23,9 +23,9 @@ import httpx
 from sqlalchemy import Table, bindparam, func, select, update
 
 from neens.domain.conventions import record_unstorable_reason, unstorable_text_reason
+from neens.domain.spans import SpanRecord
 from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, call_agent
 from neens.engine.batching import BatchWriter, batch_writer
-from neens.ingest.records import SpanRecord
 from neens.queue.worker import JobContext
 from neens.secrets import SecretKeyError
 from neens.store.db import Database

@@ -45,8 +45,9 @@ from neens.domain.conventions import (
     safe_label,
     unstorable_text_reason,
 )
+from neens.domain.spans import AttributeValue, Rejection, SpanRecord
 from neens.errors import InvalidInput, Unprocessable
-from neens.ingest.records import AttributeValue, DecodedBatch, Rejection, SpanRecord
+from neens.ingest.records import DecodedBatch
 
 __all__ = ["decode_native"]
 

@@ -27,6 +27,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from neens.domain.conventions import GENAI_CONTENT_EVENTS, safe_label, unstorable_text_reason
+from neens.domain.spans import Rejection, SpanLogEvent
 from neens.errors import InvalidInput
 from neens.ingest.otlp import (
     _HEX,
@@ -39,7 +40,7 @@ from neens.ingest.otlp import (
     _time,
     _Undecodable,
 )
-from neens.ingest.records import DecodedLogs, Rejection, SpanLogEvent
+from neens.ingest.records import DecodedLogs
 
 __all__ = [
     "decode_logs_json",

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from neens.queue import jobs
+from neens.store import jobs
 from neens.store.db import Database
 
 log = logging.getLogger("neens.worker")

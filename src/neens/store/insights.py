@@ -10,9 +10,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.errors import NotFound
-from neens.queue.jobs import enqueue
 from neens.store.db import Database
 from neens.store.ids import new_id
+from neens.store.jobs import enqueue
 from neens.store.models import Insight, NotificationDelivery, NotificationSink
 
 

@@ -12,8 +12,8 @@ import logging
 
 from sqlalchemy import func, select, update
 
-from neens.queue.jobs import MAX_ATTEMPTS, requeue
 from neens.store.db import Database
+from neens.store.jobs import MAX_ATTEMPTS, requeue
 from neens.store.models import PreprodItem, PreprodRun
 from neens.store.runs import (
     RUN_JOBS,

@@ -23,9 +23,9 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.errors import Conflict, NotFound, Unprocessable
-from neens.queue.jobs import LIVE, MAX_ATTEMPTS, enqueue
 from neens.store.db import Database
 from neens.store.ids import new_id
+from neens.store.jobs import LIVE, MAX_ATTEMPTS, enqueue
 from neens.store.judges import resolve_run_judges
 from neens.store.models import (
     AgentConnection,

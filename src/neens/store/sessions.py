@@ -30,8 +30,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from neens.domain.conventions import Flag, SpanView, safe_label, span_view
 from neens.domain.pricing import PriceBook
 from neens.domain.sessions import SessionSummary, summarize_session
+from neens.domain.spans import Rejection, SpanLogEvent, SpanRecord
 from neens.errors import NotFound
-from neens.ingest.records import Rejection, SpanLogEvent, SpanRecord
 from neens.store.db import Database, dialect_insert
 from neens.store.models import LogEvent, Span, TraceSession
 from neens.store.pricing import price_book

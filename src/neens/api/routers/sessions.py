@@ -28,10 +28,10 @@ from neens.domain.span_tree import (
     span_tree,
     walk,
 )
+from neens.domain.spans import SpanRecord
 from neens.engine.ingest import ingest_spans
 from neens.errors import Unprocessable
 from neens.ingest.native import decode_native
-from neens.ingest.records import SpanRecord
 from neens.store import pricing
 from neens.store.sessions import (
     SessionFilter,

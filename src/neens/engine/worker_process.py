@@ -1,7 +1,7 @@
 """`neens worker`: the job loop as its own process, for servers sharing a PostgreSQL database.
 
 Any number of these may run on any machines; they claim jobs from the same table (see
-`queue.jobs`). Run API servers with `NEENS_WORKERS_IN_PROCESS=false` when they do the work.
+`store.jobs`). Run API servers with `NEENS_WORKERS_IN_PROCESS=false` when they do the work.
 """
 
 from __future__ import annotations
@@ -10,10 +10,7 @@ import asyncio
 import logging
 import signal
 
-import httpx
-
-from neens.engine.destinations import guarded_client
-from neens.engine.handlers import make_worker
+from neens.engine.handlers import open_worker
 from neens.secrets import load_secret_box
 from neens.settings import Settings
 from neens.store import migrate
@@ -51,11 +48,7 @@ async def run_worker(settings: Settings, *, stop: asyncio.Event | None = None) -
     try:
         db.secrets = load_secret_box(settings)
         await reencrypt(db, rotate=False)
-        async with guarded_client(
-            allow_private=settings.allow_private_destinations,
-            timeout=httpx.Timeout(settings.push_timeout_s),
-        ) as http:
-            worker = make_worker(db, settings, http)
+        async with open_worker(db, settings) as worker:
             log.info("worker %s started", worker.name)
             await worker.run(stop)
             log.info("worker %s stopped", worker.name)
