@@ -171,3 +171,57 @@ def test_pricing_never_reaches_the_network_or_replaces_the_bundled_snapshot(
 
     assert cost.usd is not None and cost.usd > 0
     assert data_snapshot.get_snapshot().from_auto_update is False
+
+
+def _every_snapshot_model() -> list[tuple[str, str]]:
+    snapshot = data_snapshot.get_snapshot()
+    return [(provider.id, model.id) for provider in snapshot.providers for model in provider.models]
+
+
+def test_every_snapshot_price_is_exactly_what_genai_prices_calculates() -> None:
+    """The plain-rate shortcut in PriceBook.cost must agree with `calc_price` to the last bit, for
+    every model and provider in the bundled snapshot, dates old and new, counts small and huge."""
+    import random
+
+    from genai_prices import Usage, calc_price
+
+    from neens.domain.pricing import _plain_token_rates
+
+    rng = random.Random(20261130)
+    book = PriceBook()
+    compared = shortcut = 0
+    for provider, model in _every_snapshot_model():
+        for at in (JAN_2025, datetime(2026, 11, 30, tzinfo=UTC)):
+            for input_tokens, output_tokens in (
+                (0, 0),
+                (1, 0),
+                (0, 1),
+                (rng.randrange(1, 300_000), rng.randrange(1, 40_000)),
+                (rng.randrange(10**9, 10**12), rng.randrange(10**6, 10**9)),
+            ):
+                try:
+                    expected: float | str = float(
+                        calc_price(
+                            Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+                            model_ref=model,
+                            provider_id=provider,
+                            genai_request_timestamp=at,
+                        ).total_price
+                    )
+                except (LookupError, ValueError):
+                    expected = "refused"
+                try:
+                    got: float | str = book.cost(model, provider, input_tokens, output_tokens, at)[
+                        0
+                    ]
+                except PriceLookupError:
+                    got = "refused"
+                assert got == expected, (provider, model, at, input_tokens, output_tokens)
+                compared += 1
+        try:
+            _, info = data_snapshot.get_snapshot().find_provider_model(model, None, provider, None)
+        except LookupError:
+            continue
+        shortcut += _plain_token_rates(info.get_prices(JAN_2025)) is not None
+    assert compared > 1_000
+    assert shortcut > 100, "the plain-rate shortcut was never exercised"

@@ -38,6 +38,7 @@ from neens.api.routers import (
     sessions,
     traces,
 )
+from neens.domain.pricing import load_price_table
 from neens.engine.handlers import open_worker
 from neens.engine.ingest import SpanWriter
 from neens.secrets import load_secret_box
@@ -74,6 +75,7 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
             await migrate.upgrade(settings.resolved_database_url())
         db.secrets = load_secret_box(settings)
         await reencrypt(db, rotate=False)
+        load_price_table()
         writer = SpanWriter(db)
         writer.start()
         async with open_worker(db, settings) as worker:

@@ -16,14 +16,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Final
 
-from genai_prices import Usage, calc_price
+from genai_prices import Usage, data_snapshot
 
 from neens.domain.conventions import SpanView, safe_label
 
-__all__ = ["Price", "PriceBook", "SpanCost", "span_cost"]
+__all__ = ["Price", "PriceBook", "SpanCost", "load_price_table", "span_cost"]
 
 _PER_MTOK: Final = 1_000_000
 
@@ -109,14 +110,8 @@ class PriceBook:
         """
         if (price := self.override(model)) is not None:
             return price.cost(input_tokens, output_tokens), "override"
-        usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
         try:
-            calculation = calc_price(
-                usage,
-                model_ref=model,
-                provider_id=provider or None,
-                genai_request_timestamp=at,
-            )
+            total = _genai_price(model, provider or None, input_tokens, output_tokens, at)
         except LookupError as exc:
             where = f" from provider {safe_label(provider)}" if provider else ""
             raise PriceLookupError(f"no known price for model {safe_label(model)}{where}") from exc
@@ -124,7 +119,67 @@ class PriceBook:
             raise PriceLookupError(
                 f"genai-prices cannot price model {safe_label(model)}: {exc}"
             ) from exc
-        return float(calculation.total_price), "genai-prices"
+        return float(total), "genai-prices"
+
+
+def load_price_table() -> None:
+    """Load the bundled genai-prices snapshot now (about 0.3 s), so the first span priced after
+    the server starts does not pay for it."""
+    data_snapshot.get_snapshot()
+
+
+def _genai_price(
+    model: str, provider: str | None, input_tokens: int, output_tokens: int, at: datetime | None
+) -> Decimal:
+    """genai-prices' total for a call reporting only input and output tokens.
+
+    `calc_price` resolves and validates the model's price units on every call (about 0.4 ms, most
+    of a span's ingest cost). For a price made of plain per-token rates (no tiers, no per-request
+    fee) the total is `input_mtok * in / 1e6 + output_mtok * out / 1e6`, every other unit counting
+    zero, and that is computed here with the same Decimal operations, so the result is identical
+    (tests/domain/test_pricing.py checks it against `calc_price` for every model in the snapshot).
+    Any other price goes through the library.
+    """
+    when = at or datetime.now(tz=UTC)
+    found_provider, found_model = data_snapshot.get_snapshot().find_provider_model(
+        model, None, provider, None
+    )
+    model_price = found_model.get_prices(when)
+    rates = _plain_token_rates(model_price)
+    if rates is None:
+        usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+        calculation = found_model.calc_price(usage, found_provider, genai_request_timestamp=when)
+        return Decimal(calculation.total_price)
+    input_mtok, output_mtok = rates
+    return (input_mtok * Decimal(input_tokens)) / _PER_MTOK + (
+        output_mtok * Decimal(output_tokens)
+    ) / _PER_MTOK
+
+
+_RATES: dict[int, tuple[object, tuple[Decimal, Decimal] | None]] = {}
+"""Per genai-prices price object (held, so its id is never reused): its plain rates, or None."""
+
+
+def _plain_token_rates(model_price: object) -> tuple[Decimal, Decimal] | None:
+    """(input_mtok, output_mtok) when the price is only plain Decimal rates with no per-request
+    fee; None when it has tiers, a request fee or no rate for either side."""
+    memo = _RATES.get(id(model_price))
+    if memo is not None and memo[0] is model_price:
+        return memo[1]
+    units: dict[str, object] = {
+        k: v for k, v in vars(model_price).items() if not k.startswith("_") and v is not None
+    }
+    input_mtok, output_mtok = units.get("input_mtok"), units.get("output_mtok")
+    rates: tuple[Decimal, Decimal] | None = None
+    if (
+        isinstance(input_mtok, Decimal)
+        and isinstance(output_mtok, Decimal)
+        and "requests_kcount" not in units
+        and all(type(v) is Decimal for v in units.values())
+    ):
+        rates = (input_mtok, output_mtok)
+    _RATES[id(model_price)] = (model_price, rates)
+    return rates
 
 
 def span_cost(view: SpanView, book: PriceBook) -> SpanCost:
