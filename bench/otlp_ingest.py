@@ -1,33 +1,41 @@
-"""OTLP/HTTP trace ingest throughput: the Neens server against a minimal sink, in one run.
+"""OTLP/HTTP trace ingest: the Neens server against a parse-only sink, in interleaved rounds.
 
-Both targets run as separate processes under uvicorn (one worker, log level warning, the same
-event loop and HTTP implementation), and the same httpx client sends them the same kind of load:
-protobuf ExportTraceServiceRequests, one 5-span agent trace per request, at a fixed concurrency.
-The sink only parses each request and answers with an empty ExportTraceServiceResponse, so it
-measures the floor set by the transport, the client and protobuf decoding; the ratio
-`sink spans/s / Neens spans/s` is how much Neens' real work (auth, decoding to records,
-committing spans and re-deriving the session) costs on top of that floor.
+Both targets run as their own processes under uvicorn (one worker, log level warning). The load is
+protobuf ExportTraceServiceRequests carrying `--traces-per-request` agent traces of about
+`--trace-kb` KB each (5 spans; token counts vary per call, so no per-count memo can flatter the
+pricing), sent by `_load`'s aiohttp client processes, which are checked not to be the bottleneck:
+before timing, the sink is loaded by one and by two client processes, and the faster setting is
+used (if two are faster, one was the ceiling).
 
-    python bench/otlp_ingest.py                    # 5,000 traces, SQLite in a temp dir
-    python bench/otlp_ingest.py --quick            # 500 traces, a smoke run
-    python bench/otlp_ingest.py --database-url postgresql+psycopg://user@host:5432/db
+Each round sends the same bodies to the sink and to Neens (fresh trace ids every round, the order
+alternating), so each round gives one paired ratio; the median and spread of those ratios are the
+result. Beside each target: its CPU seconds and CPU per span (from /proc), its peak RSS, and for
+Neens the spans found in the database afterwards, which must equal the spans it accepted.
 
-It is a measurement, not a test: it exits 0 whether or not the target is met, and 1 only when
-the run itself is not trustworthy (a server failed to start, or any request failed).
+    python bench/otlp_ingest.py                    # SQLite in a temp dir
+    python bench/otlp_ingest.py --quick            # a smoke run
+    python bench/otlp_ingest.py --postgres postgresql+psycopg://user@host:5432/db
+
+It is a measurement, not a test: it exits 0 whether or not a target is met, and 1 only when the
+run itself is not trustworthy (a server failed to start, a request failed, a span went missing).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import os
+import random
+import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import _load
 import _support
-import httpx
+import sqlalchemy
+from _load import LoadRun, ProcessStats
 from _support import Receive, Scope, Send, ServerProcess, console
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -37,11 +45,12 @@ from rich.table import Table
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPANS_PER_TRACE = 5
-TARGET_RATIO = 3.0
-DEFAULT_TRACES = 5_000
-QUICK_TRACES = 500
+TARGET_SPANS_PER_S = 10_000
+"""Durable spans per second on SQLite at 10 traces per request (the issue's "60x Phoenix")."""
+TARGET_CPU_US_PER_SPAN = 80.0
+TARGET_POSTGRES_VS_SQLITE = 1.5
 PROTOBUF = "application/x-protobuf"
-REQUEST_TIMEOUT_S = 30.0
+REQUEST_TIMEOUT_S = 60.0
 
 # ---------------------------------------------------------------------------------------------
 # The sink: a raw ASGI callable, run by this same file with --sink-port (see main)
@@ -77,70 +86,99 @@ async def sink_app(scope: Scope, receive: Receive, send: Send) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def build_payloads(count: int) -> list[bytes]:
-    """`count` serialized ExportTraceServiceRequests, one fresh 5-span agent trace each."""
+def build_bodies(count: int, traces_per_request: int, trace_kb: float, seed: int) -> list[bytes]:
+    """`count` serialized requests of `traces_per_request` fresh agent traces each."""
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
     from tests.support.otlp import agent_trace, export_request
 
-    payloads: list[bytes] = []
+    rng = random.Random(seed)
+    pad = max(0, int((trace_kb * 1024 - 820) / 2))
+    bodies: list[bytes] = []
     for _ in range(count):
-        _trace_id, spans = agent_trace()
-        assert len(spans) == SPANS_PER_TRACE
-        payloads.append(export_request(spans).SerializeToString())
-    return payloads
+        spans = []
+        for _ in range(traces_per_request):
+            n = rng.randrange(10**9)
+            _trace_id, trace = agent_trace(
+                prompt=f"Where is order {n}? " + "x" * pad,
+                answer=f"Order {n} shipped. " + "y" * pad,
+                input_tokens=rng.randrange(50, 20_000),
+                output_tokens=rng.randrange(5, 2_000),
+            )
+            spans.extend(trace)
+        bodies.append(export_request(spans).SerializeToString())
+    return bodies
+
+
+def refused_spans(body: bytes) -> int:
+    """Rejected spans reported in an ExportTraceServiceResponse (empty means full success)."""
+    if not body:
+        return 0
+    return int(ExportTraceServiceResponse.FromString(body).partial_success.rejected_spans)
 
 
 # ---------------------------------------------------------------------------------------------
-# Load
+# Measuring
 # ---------------------------------------------------------------------------------------------
 
 
 @dataclass
-class LoadResult(_support.LoadResult):
-    spans: int = 0
-    rejected_spans: int = 0
+class Target:
+    name: str
+    server: ServerProcess
+    headers: dict[str, str]
+    database_url: str | None = None
+    runs: list[LoadRun] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)
+    accepted_spans: int = 0
 
-    @property
-    def spans_per_s(self) -> float:
-        return self.spans / self.seconds if self.seconds > 0 else 0.0
+    def spans_per_s(self, run: LoadRun, spans_per_request: int) -> float:
+        return (run.ok * spans_per_request - run.refused_units) / run.seconds
+
+    def load(self, bodies: list[bytes], args: argparse.Namespace, processes: int) -> LoadRun:
+        before = ProcessStats.of(self.server.popen.pid)
+        run = _load.send(
+            f"{self.server.url}/v1/traces",
+            {"Content-Type": PROTOBUF, **self.headers},
+            bodies,
+            concurrency=args.concurrency,
+            processes=processes,
+            accept=refused_spans,
+            timeout_s=REQUEST_TIMEOUT_S,
+        )
+        self.cpu_s.append(ProcessStats.of(self.server.popen.pid).cpu_s - before.cpu_s)
+        self.accepted_spans += run.ok * args.traces_per_request * SPANS_PER_TRACE
+        self.accepted_spans -= run.refused_units
+        return run
 
 
-def _accept(result: LoadResult, response: httpx.Response) -> None:
-    rejected = 0
-    if response.content:  # an empty ExportTraceServiceResponse is full success
-        parsed = ExportTraceServiceResponse.FromString(response.content)
-        rejected = parsed.partial_success.rejected_spans
-    result.ok += 1
-    result.rejected_spans += rejected
-    result.spans += SPANS_PER_TRACE - rejected
+def choose_client_processes(sink: Target, bodies: list[bytes], args: argparse.Namespace) -> int:
+    """Load the sink from one and from two client processes; use whichever was faster."""
+    if args.client_processes:
+        return int(args.client_processes)
+    spans = args.traces_per_request * SPANS_PER_TRACE
+    rates = {}
+    for processes in (1, 2):
+        run = sink.load(bodies, args, processes)
+        rates[processes] = sink.spans_per_s(run, spans)
+    chosen = 2 if rates[2] > rates[1] * 1.05 else 1
+    console.print(
+        f"Client check on the sink: 1 process {rates[1]:,.0f} spans/s, 2 processes "
+        f"{rates[2]:,.0f} spans/s -> using {chosen} (if 2 were faster, 1 was the ceiling)"
+    )
+    sink.runs.clear()
+    sink.cpu_s.clear()
+    return chosen
 
 
-async def send_all(
-    client: httpx.AsyncClient, payloads: list[bytes], concurrency: int, max_seconds: float
-) -> LoadResult:
-    """POST every payload with `concurrency` worker tasks; every answer must be a 200."""
-
-    async def post(payload: bytes) -> httpx.Response:
-        return await client.post("/v1/traces", content=payload)
-
-    return await _support.send_all(LoadResult(), payloads, post, _accept, concurrency, max_seconds)
-
-
-async def measure(
-    server: ServerProcess,
-    headers: dict[str, str],
-    warmup: list[bytes],
-    payloads: list[bytes],
-    concurrency: int,
-    max_seconds: float,
-) -> tuple[LoadResult, LoadResult]:
-    """Warm up, then time the real run, over one client (connections stay open between)."""
-    headers = {"Content-Type": PROTOBUF, **headers}
-    async with _support.load_client(server.url, concurrency, REQUEST_TIMEOUT_S, headers) as client:
-        warm = await send_all(client, warmup, concurrency, max_seconds)
-        timed = await send_all(client, payloads, concurrency, max_seconds)
-    return warm, timed
+def stored_spans(database_url: str) -> int:
+    url = database_url.replace("sqlite+aiosqlite://", "sqlite://")
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sqlalchemy.text("SELECT count(*) FROM spans")).scalar_one())
+    finally:
+        engine.dispose()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,117 +188,222 @@ async def measure(
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="OTLP/HTTP trace ingest throughput of the Neens server against a minimal sink."
+        description="OTLP/HTTP trace ingest of the Neens server against a parse-only sink."
+    )
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 5)")
+    parser.add_argument(
+        "--requests", type=int, default=None, help="requests per target per round (default 200)"
     )
     parser.add_argument(
-        "--traces",
+        "--traces-per-request", type=int, default=10, help="traces in each request (default 10)"
+    )
+    parser.add_argument(
+        "--trace-kb", type=float, default=16.0, help="serialized size of a trace (default 16)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="requests in flight in total (default 8)"
+    )
+    parser.add_argument(
+        "--client-processes",
         type=int,
+        default=0,
+        help="client processes (default: 1 or 2, whichever loads the sink faster)",
+    )
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
         default=None,
-        help=f"traces to send to each target, one per request (default {DEFAULT_TRACES})",
+        help="also run Neens on this PostgreSQL database (emptied first) as a third target",
     )
-    parser.add_argument("--concurrency", type=int, default=8, help="requests in flight (default 8)")
-    _support.add_database_url_option(parser)
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help=f"a smoke run: {QUICK_TRACES} traces (unless --traces is given)",
-    )
-    parser.add_argument(
-        "--warmup", type=int, default=50, help="untimed requests per target first (default 50)"
-    )
-    parser.add_argument(
-        "--max-seconds",
-        type=float,
-        default=600.0,
-        help="give up sending to a target after this long (default 600)",
-    )
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 rounds of 30")
     parser.add_argument("--sink-port", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.traces is None:
-        args.traces = QUICK_TRACES if args.quick else DEFAULT_TRACES
-    if args.traces < 1 or args.concurrency < 1 or args.warmup < 0 or args.max_seconds <= 0:
-        parser.error("--traces and --concurrency must be >= 1, --warmup >= 0, --max-seconds > 0")
+    args.rounds = args.rounds or (2 if args.quick else 5)
+    args.requests = args.requests or (30 if args.quick else 200)
+    if min(args.rounds, args.requests, args.traces_per_request, args.concurrency) < 1:
+        parser.error("--rounds, --requests, --traces-per-request and --concurrency must be >= 1")
     return args
 
 
-def report(results: dict[str, LoadResult], args: argparse.Namespace, db_label: str) -> bool:
-    table = Table(title=f"OTLP ingest, {args.concurrency} in flight, Neens on {db_label}")
-    for column in ("target", "requests", "failed", "spans", "seconds", "spans/s"):
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x (min {min(values):.2f}, max {max(values):.2f})"
+
+
+def report(targets: list[Target], args: argparse.Namespace, processes: int) -> bool:
+    spans_per_request = args.traces_per_request * SPANS_PER_TRACE
+    table = Table(
+        title=(
+            f"OTLP ingest: {args.rounds} rounds x {args.requests} requests of "
+            f"{args.traces_per_request} traces (~{args.trace_kb:g} KB each), "
+            f"{args.concurrency} in flight from {processes} client process(es)"
+        )
+    )
+    for column in (
+        "target",
+        "spans/s (median)",
+        "per round",
+        "failed",
+        "cpu s",
+        "cpu µs/span",
+        "peak RSS MB",
+        "p50 ms",
+        "p99 ms",
+    ):
         table.add_column(column, justify="left" if column == "target" else "right")
-    table.add_column("p50 ms", justify="right")
-    table.add_column("p99 ms", justify="right")
-    for name, r in results.items():
+    medians: dict[str, float] = {}
+    cpu_per_span: dict[str, float] = {}
+    for t in targets:
+        rates = [t.spans_per_s(r, spans_per_request) for r in t.runs]
+        medians[t.name] = statistics.median(rates)
+        spans = sum(r.ok * spans_per_request - r.refused_units for r in t.runs)
+        cpu_per_span[t.name] = sum(t.cpu_s) / spans * 1e6 if spans else float("inf")
+        latencies = LoadRun(latencies=[x for r in t.runs for x in r.latencies])
         table.add_row(
-            name,
-            f"{r.requests:,}",
-            f"{r.failures:,}",
-            f"{r.spans:,}",
-            f"{r.seconds:.2f}",
-            f"{r.spans_per_s:,.0f}",
-            f"{r.latency_ms(0.5):.1f}",
-            f"{r.latency_ms(0.99):.1f}",
+            t.name,
+            f"{medians[t.name]:,.0f}",
+            " ".join(f"{rate / 1000:.1f}k" for rate in rates),
+            f"{sum(r.failures for r in t.runs):,}",
+            f"{sum(t.cpu_s):.1f}",
+            f"{cpu_per_span[t.name]:.0f}",
+            f"{ProcessStats.of(t.server.popen.pid).peak_rss_mb:,.0f}",
+            f"{latencies.latency_ms(0.5):.1f}",
+            f"{latencies.latency_ms(0.99):.1f}",
         )
     console.print(table)
 
     trustworthy = True
-    for name, r in results.items():
-        if not _support.report_failures(name, r, "requests", r.rejected_spans):
-            trustworthy = False
+    for t in targets:
+        for r in t.runs:
+            if r.failures or r.refused_units:
+                console.print(
+                    f"[red]{t.name}: {r.failures} failed requests {dict(r.errors)}, "
+                    f"{r.refused_units} rejected spans; first error: {r.first_error}[/red]"
+                )
+                trustworthy = False
+        if t.database_url is not None:
+            found = stored_spans(t.database_url)
+            line = f"{t.name}: {found:,} spans stored, {t.accepted_spans:,} accepted"
+            if found != t.accepted_spans:
+                console.print(f"[red]{line}: SPANS MISSING OR EXTRA[/red]")
+                trustworthy = False
+            else:
+                console.print(f"{line}: all durable")
 
-    sink, neens = results["sink"], results["neens"]
-    if neens.spans_per_s <= 0:
-        console.print("[red]ratio sink/neens: n/a (Neens ingested nothing)[/red]")
-        return False
-    ratio = sink.spans_per_s / neens.spans_per_s
-    met = ratio <= TARGET_RATIO
-    verdict = "[green]target met[/green]" if met else "[red]TARGET MISSED[/red]"
-    print(f"ratio sink/neens: {ratio:.2f}x (target <= {TARGET_RATIO:.1f}x)")
+    sink, neens = targets[0], targets[1]
+    paired = [
+        sink.spans_per_s(s, spans_per_request) / neens.spans_per_s(n, spans_per_request)
+        for s, n in zip(sink.runs, neens.runs, strict=True)
+    ]
+    console.print(f"paired ratio sink/{neens.name} per round: {_spread(paired)}")
+    verdicts = [
+        (
+            f"{neens.name} spans/s {medians[neens.name]:,.0f} (target >= {TARGET_SPANS_PER_S:,})",
+            medians[neens.name] >= TARGET_SPANS_PER_S,
+        ),
+        (
+            f"{neens.name} CPU per span {cpu_per_span[neens.name]:.0f} µs "
+            f"(target <= {TARGET_CPU_US_PER_SPAN:.0f} µs)",
+            cpu_per_span[neens.name] <= TARGET_CPU_US_PER_SPAN,
+        ),
+    ]
+    if len(targets) > 2:
+        pg = targets[2]
+        pg_paired = [
+            neens.spans_per_s(n, spans_per_request) / pg.spans_per_s(p, spans_per_request)
+            for n, p in zip(neens.runs, pg.runs, strict=True)
+        ]
+        verdicts.append(
+            (
+                f"{neens.name}/{pg.name} per round {_spread(pg_paired)} "
+                f"(target <= {TARGET_POSTGRES_VS_SQLITE}x)",
+                statistics.median(pg_paired) <= TARGET_POSTGRES_VS_SQLITE,
+            )
+        )
+    if args.traces_per_request != 10:
+        console.print("[yellow]The targets are set for 10 traces per request.[/yellow]")
+    for text, met in verdicts:
+        mark = "[green]target met[/green]" if met else "[red]TARGET MISSED[/red]"
+        console.print(f"{text}: {mark}")
     if not trustworthy:
-        verdict += " [red](but the run had errors: see above)[/red]"
-    console.print(verdict)
+        console.print("[red]The run had errors (see above): its numbers are not a result.[/red]")
     return trustworthy
 
 
-def run(args: argparse.Namespace) -> int:
-    console.print(
-        f"{_support.machine_summary()}; "
-        f"{args.traces:,} traces x {SPANS_PER_TRACE} spans per target, "
-        f"concurrency {args.concurrency}, warm-up {args.warmup}"
-    )
-    t0 = time.perf_counter()
-    payloads = build_payloads(args.traces)
-    sink_warmup = build_payloads(args.warmup)
-    neens_warmup = build_payloads(args.warmup)  # fresh trace ids: no warm-up trace is re-sent
-    size = sum(map(len, payloads)) / len(payloads)
-    console.print(
-        f"Built {len(payloads) + 2 * args.warmup:,} payloads "
-        f"({size:.0f} bytes each) in {time.perf_counter() - t0:.1f}s"
-    )
+def _reset_postgres(url: str) -> None:
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sqlalchemy.text("DROP SCHEMA public CASCADE"))
+            conn.execute(sqlalchemy.text("CREATE SCHEMA public"))
+    finally:
+        engine.dispose()
 
-    with _support.workspace(args.database_url) as ws:
+
+def run(args: argparse.Namespace) -> int:
+    console.width = max(console.width, 132)  # the table is wide; keep it readable in a pipe
+    load = _support.load_average()
+    console.print(
+        f"{_support.machine_summary()}; load average {load if load is not None else 'n/a'}"
+    )
+    _support.warn_if_busy(load)
+    t0 = time.perf_counter()
+    rounds = [
+        build_bodies(args.requests, args.traces_per_request, args.trace_kb, seed)
+        for seed in range(args.rounds + 1)
+    ]
+    warmup, rounds = rounds[0], rounds[1:]
+    size = sum(map(len, rounds[0])) / len(rounds[0])
+    console.print(
+        f"Built {sum(map(len, rounds)) + len(warmup):,} requests ({size / 1024:,.0f} KB each) "
+        f"in {time.perf_counter() - t0:.1f}s"
+    )
+    with _support.workspace(None) as ws:
         try:
             key = ws.create_api_key()
             sink_port, neens_port = _support.free_port(), _support.free_port()
-            sink = ws.start_script("Sink", __file__, ["--sink-port", str(sink_port)], sink_port)
-            neens = ws.start_neens(neens_port)
-            ws.wait_healthy()
-
-            results: dict[str, LoadResult] = {}
-            for name, server, headers, warmup in (
-                ("sink", sink, {}, sink_warmup),
-                ("neens", neens, {"Authorization": f"Bearer {key}"}, neens_warmup),
-            ):
-                console.print(f"Sending to {name} ({server.url}) ...")
-                warm, timed = asyncio.run(
-                    measure(server, headers, warmup, payloads, args.concurrency, args.max_seconds)
+            auth = {"Authorization": f"Bearer {key}"}
+            targets = [
+                Target(
+                    "sink",
+                    ws.start_script("Sink", __file__, ["--sink-port", str(sink_port)], sink_port),
+                    {},
+                ),
+                Target("neens-sqlite", ws.start_neens(neens_port), auth, ws.database_url),
+            ]
+            if args.postgres:
+                _reset_postgres(args.postgres)
+                pg_env = {**ws.env, "NEENS_HOME": str(ws.workdir / "home-pg")}
+                pg_key = _support.create_api_key(args.postgres, ws.workdir, pg_env)
+                pg_port = _support.free_port()
+                pg_server = ws.start(
+                    "Neens-PG",
+                    _support.neens_serve_command(pg_port, args.postgres),
+                    pg_port,
+                    pg_env,
                 )
-                _support.report_warmup(name, warm, "requests")
-                results[name] = timed
-                if server.popen.poll() is not None:
-                    console.print(f"[red]{name} exited during the run:\n{server.log_tail()}[/red]")
-            trustworthy = report(results, args, ws.db_label)
+                targets.append(
+                    Target(
+                        "neens-postgres",
+                        pg_server,
+                        {"Authorization": f"Bearer {pg_key}"},
+                        args.postgres,
+                    )
+                )
+            ws.wait_healthy()
+            processes = choose_client_processes(targets[0], warmup, args)
+            for t in targets[1:]:  # warm-up: untimed, its spans counted as accepted
+                t.load(warmup, args, processes)
+                t.cpu_s.clear()
+            for i, bodies in enumerate(rounds):
+                order = targets if i % 2 == 0 else list(reversed(targets))
+                for t in order:
+                    t.runs.append(t.load(bodies, args, processes))
+                    if t.server.popen.poll() is not None:
+                        raise RuntimeError(f"{t.name} exited:\n{t.server.log_tail()}")
+                console.print(f"round {i + 1}/{len(rounds)} done")
+            trustworthy = report(targets, args, processes)
             if not trustworthy:
-                console.print(f"[dim]Neens log tail:\n{neens.log_tail()}[/dim]")
+                console.print(f"[dim]Neens log tail:\n{targets[1].server.log_tail()}[/dim]")
             return 0 if trustworthy else 1
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             console.print(f"[red]benchmark could not run: {exc}[/red]")
@@ -271,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.sink_port is not None:
         return _support.run_asgi(sink_app, args.sink_port)
+    os.environ.setdefault("PYTHONHASHSEED", "0")
     return run(args)
 
 
