@@ -4,6 +4,7 @@ headers checked like connection headers."""
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 
 import httpx
@@ -220,3 +221,37 @@ async def test_an_llm_judge_on_a_refused_destination_is_unscored_without_a_reque
         assert "loopback or private" in verdict.reason
         opened = LlmEndpoint(base_url=server.base_url, model="m", api_key=None)
         assert (await judge_with_llm(opened, "{output}", case)).score == 1
+
+
+async def test_a_sink_delivery_the_policy_refuses_fails_at_once_instead_of_retrying(
+    settings: Settings, db: Database, admin_key: CreatedKey
+) -> None:
+    from neens.store.insights import add_insight
+
+    closed = settings.model_copy(update={"allow_private_destinations": False})
+    with header_recorder() as (url, seen):
+        async with app_client(settings, db) as client:
+            r = await client.post(
+                "/notification-sinks", json={"name": "local", "url": url}, headers=auth(admin_key)
+            )
+            assert r.status_code == 201, "allowed while private destinations are on"
+            sink_id = r.json()["id"]
+        async with app_client(closed, db) as client:
+            async with db.write() as s:
+                await add_insight(
+                    s, admin_key.project_id, kind="k", title="t", run_id=None, details={}
+                )
+            deliveries: list[dict[str, object]] = []
+            for _ in range(200):
+                r = await client.get(
+                    f"/notification-sinks/{sink_id}/deliveries", headers=auth(admin_key)
+                )
+                deliveries = r.json()["deliveries"]
+                if deliveries and deliveries[0]["status"] != "pending":
+                    break
+                await asyncio.sleep(0.05)
+    assert seen == [], "no request was sent"
+    [delivery] = deliveries
+    assert delivery["status"] == "failed"
+    assert delivery["attempts"] == 1, "a refused destination is not retried"
+    assert "refused to call" in str(delivery["lastError"])

@@ -2,10 +2,11 @@
 
 Job `notify.deliver`: POST the insight as JSON to the sink's URL. A failure (connection error,
 timeout, non-2xx) is recorded on the delivery and the job is retried with backoff; after the
-last attempt the delivery is marked `failed` and stays visible. The sink's headers are decrypted
-only for the call; the request goes through the destination policy (`engine.destinations`), and
-text copied from the sink's reply into the recorded error is bounded. The run that produced the
-insight finished before any of this started.
+last attempt the delivery is marked `failed` and stays visible. A call the destination policy
+refuses, or headers that cannot be decrypted, fail the delivery at once: retrying cannot help.
+The sink's headers are decrypted only for the call; the request goes through the destination
+policy (`engine.destinations`), and text copied from the sink's reply into the recorded error is
+bounded. The run that produced the insight finished before any of this started.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
     client: httpx.AsyncClient = ctx.services["http"]
     status_code: int | None = None
     error: str | None = None
+    permanent = False
+    """A failure no retry can change (the destination policy, an unreadable secret)."""
     try:
         headers = db.secrets.open_headers(sink.headers, what=f"notification sink {sink.id}")
         async with client.stream(
@@ -71,9 +74,9 @@ async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
             if not reply.is_success:
                 error = f"sink answered HTTP {status_code}: {await _head(reply)}".rstrip(": ")
     except SecretKeyError as exc:
-        error = str(exc)
+        error, permanent = str(exc), True
     except DestinationRefused as exc:
-        error = f"refused to call {sink.url}: {exc}"
+        error, permanent = f"refused to call {sink.url}: {exc}", True
     except httpx.HTTPError as exc:
         error = excerpt(f"{type(exc).__name__}: {exc}".strip(": "))
     async with db.write() as s:
@@ -89,7 +92,7 @@ async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
         if error is None:
             row.status = "delivered"
             row.delivered_at = utcnow()
-        elif row.attempts >= MAX_ATTEMPTS:
+        elif permanent or row.attempts >= MAX_ATTEMPTS:
             row.status = "failed"
         attempts, status = row.attempts, row.status
     if error is not None and status == "pending":
