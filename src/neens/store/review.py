@@ -59,7 +59,7 @@ async def run_outcomes(db: Database, project_id: str, run_id: str) -> RunOutcome
             position=item.position,
             input=item.input,
             expected_output=item.expected_output,
-            status=item.status,  # type: ignore[arg-type]
+            status=item.status,
             score=item.score,
             passed=item.passed,
             baseline_passed=item.baseline_passed,
