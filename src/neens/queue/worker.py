@@ -66,7 +66,7 @@ class JobContext:
     @property
     def http(self) -> httpx.AsyncClient:
         if self._http is None:
-            raise RuntimeError(_BARE_WORKER.format(what="outbound HTTP client"))
+            raise RuntimeError(_BARE_WORKER.format(what="an outbound HTTP client"))
         return self._http
 
 
