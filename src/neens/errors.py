@@ -7,6 +7,7 @@
     ├── Forbidden              403: a known key whose role may not do this
     ├── NotFound               404: no such resource in the caller's project (never "elsewhere")
     ├── Conflict               409: the resource exists already, or its state forbids the change
+    │   └── RunTransitionRefused      a run status change its lifecycle does not allow
     ├── PayloadTooLarge        413: a body over the documented cap
     └── UnsupportedMediaType   415: a content type the route does not read
 
@@ -71,6 +72,15 @@ class Conflict(NeensError):
 
     status_code = 409
     code = "conflict"
+
+
+class RunTransitionRefused(Conflict):
+    """A pre-prod run status change that the run lifecycle does not allow."""
+
+    def __init__(self, message: str, *, current: str, to: str) -> None:
+        super().__init__(message)
+        self.current = current
+        self.to = to
 
 
 class PayloadTooLarge(NeensError):

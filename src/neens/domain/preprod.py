@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, get_args
+from typing import Final
 
+from neens.domain.run_lifecycle import ITEM_STATUSES, ItemStatus, RunStatus
 from neens.domain.stats import mean
 
 __all__ = [
@@ -31,12 +32,7 @@ __all__ = [
     "items_cohort",
 ]
 
-RunStatus = Literal[
-    "awaiting_traces", "running", "completed", "completed_with_regressions", "failed", "cancelled"
-]
-ItemStatus = Literal["pending", "captured", "scored", "error"]
-
-_ITEM_STATUSES: Final = frozenset(get_args(ItemStatus))
+_ITEM_STATUSES: Final = frozenset(ITEM_STATUSES)
 
 
 @dataclass(frozen=True, slots=True)

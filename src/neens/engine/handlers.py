@@ -13,18 +13,21 @@ from neens.engine.destinations import guarded_client
 from neens.engine.notify import deliver
 from neens.engine.production import score_production_session
 from neens.engine.push import run_push
+from neens.engine.run_finished import run_finished
 from neens.engine.scoring import score_run
 from neens.queue.worker import GiveUp, Handler, JobContext, Worker
 from neens.settings import Settings
 from neens.store.db import Database
+from neens.store.jobs import JobKind
 from neens.store.run_liveness import fail_run, gave_up_reason, reconcile_runs
 from neens.store.runs import RECONCILE_EVERY_S, RunJob
 
 HANDLERS: dict[str, Handler] = {
-    "preprod.push": run_push,
-    "preprod.score": score_run,
-    "notify.deliver": deliver,
-    "production.score": score_production_session,
+    JobKind.PREPROD_PUSH: run_push,
+    JobKind.PREPROD_SCORE: score_run,
+    JobKind.NOTIFY_DELIVER: deliver,
+    JobKind.PRODUCTION_SCORE: score_production_session,
+    JobKind.RUN_FINISHED: run_finished,
 }
 
 
@@ -36,8 +39,8 @@ def _fails_its_run(job: RunJob) -> GiveUp:
 
 
 GIVE_UP: dict[str, GiveUp] = {
-    "preprod.push": _fails_its_run("push"),
-    "preprod.score": _fails_its_run("scoring"),
+    JobKind.PREPROD_PUSH: _fails_its_run("push"),
+    JobKind.PREPROD_SCORE: _fails_its_run("scoring"),
 }
 """Job kinds that own a run: when one fails for good, its run ends `failed` with the reason."""
 
@@ -64,7 +67,8 @@ def make_worker(db: Database, settings: Settings, http: httpx.AsyncClient) -> Wo
     return Worker(
         db,
         HANDLERS,
-        services={"http": http, "settings": settings},
+        settings=settings,
+        http=http,
         concurrency=settings.worker_concurrency,
         lease_s=settings.worker_lease_s,
         on_give_up=GIVE_UP,

@@ -13,7 +13,6 @@ from neens.domain.judges import JudgeCase, Verdict, composite, run_managed
 from neens.engine.llm_judge import LlmEndpoint, classify_with_llm, judge_with_llm
 from neens.queue.worker import JobContext
 from neens.secrets import SecretBox, SecretKeyError
-from neens.settings import Settings
 from neens.store.judges import JudgeInfo
 
 
@@ -28,8 +27,7 @@ class Outbound:
 
 def outbound_of(ctx: JobContext) -> Outbound:
     """The `Outbound` of a job: the database's keys and the worker's settings."""
-    settings: Settings = ctx.services["settings"]
-    return Outbound(ctx.db.secrets, settings.allow_private_destinations)
+    return Outbound(ctx.db.secrets, ctx.settings.allow_private_destinations)
 
 
 def llm_endpoint(judge: JudgeInfo, outbound: Outbound) -> LlmEndpoint:

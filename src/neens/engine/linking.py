@@ -1,7 +1,8 @@
 """Linking runner-mode traces to the frozen items of a pre-prod run.
 
 The rules (spec: "How linking behaves, exactly"):
-- A trace tagged `neens.dataset_item_id` links only to that item, and only while it is pending.
+- A trace tagged with an item id (`DATASET_ITEM_ID_KEY`) links only to that item, and only
+  while it is pending.
   A duplicate replay or a typo links nowhere: linking it elsewhere would corrupt that prompt's
   score.
 - An untagged trace links to the first item without a capture, in frozen order.
@@ -22,10 +23,12 @@ from __future__ import annotations
 
 from sqlalchemy import exists, func, select
 
+from neens.domain.run_lifecycle import TERMINAL
 from neens.domain.sessions import SessionSummary
 from neens.store.db import Database
 from neens.store.models import PreprodItem, PreprodRun, Span, TraceSession
-from neens.store.runs import TERMINAL, dispatch_scoring_once
+from neens.store.run_lifecycle import move
+from neens.store.runs import dispatch_scoring_once
 from neens.store.types import utcnow
 
 
@@ -73,13 +76,11 @@ async def _link_one(db: Database, project_id: str, trace_id: str, summary: Sessi
         item = await s.scalar(pending.order_by(PreprodItem.position).limit(1))
         if item is None:
             return False
-        now = utcnow()
         item.status = "captured"
         item.session_pk = session_pk
-        item.captured_at = now
+        item.captured_at = utcnow()
         if run.status == "awaiting_traces":
-            run.status = "running"
-            run.started_at = now
+            await move(s, run, "running")
         await s.flush()
         remaining = await s.scalar(
             select(func.count()).where(

@@ -60,7 +60,7 @@ async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
             "createdAt": insight.created_at.isoformat(),
         }
     }
-    client: httpx.AsyncClient = ctx.services["http"]
+    client = ctx.http
     status_code: int | None = None
     error: str | None = None
     permanent = False

@@ -2,7 +2,8 @@
 
 A session is scored once, shortly after its root span arrives (the root carries the agent's
 final answer). Its scores have `source: production` and never mix with pre-prod scores.
-Sessions of pre-prod runs (those tagged `neens.eval_run_id`) are not production traffic.
+Sessions of pre-prod runs (those tagged with a run id, `EVAL_RUN_ID_KEY`) are not production
+traffic.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from neens.domain.spans import SpanRecord
 from neens.engine.judging import CaseJudge, outbound_of
 from neens.queue.worker import JobContext
 from neens.store.db import Database
-from neens.store.jobs import enqueue
+from neens.store.jobs import JobKind, enqueue
 from neens.store.judges import judges_by_id
 from neens.store.models import Judge, TraceSession
 from neens.store.scores import score_row
@@ -56,7 +57,7 @@ async def enqueue_production_scoring(
         for trace_id in sorted(roots):
             await enqueue(
                 s,
-                "production.score",
+                JobKind.PRODUCTION_SCORE,
                 {"project_id": project_id, "trace_id": trace_id},
                 dedupe_key=f"production:{project_id}:{trace_id}",
                 delay_s=SETTLE_S,

@@ -19,10 +19,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
 
-import httpx
 from sqlalchemy import Table, bindparam, func, select, update
 
-from neens.domain.conventions import record_unstorable_reason, unstorable_text_reason
+from neens.domain.conventions import (
+    DATASET_ITEM_ID_KEY,
+    EVAL_RUN_ID_KEY,
+    VERSION_LABEL_KEY,
+    record_unstorable_reason,
+    unstorable_text_reason,
+)
 from neens.domain.spans import SpanRecord
 from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, call_agent
 from neens.engine.batching import BatchWriter, batch_writer
@@ -30,6 +35,7 @@ from neens.queue.worker import JobContext
 from neens.secrets import SecretKeyError
 from neens.store.db import Database
 from neens.store.models import AgentConnection, PreprodItem, PreprodRun, TraceSession
+from neens.store.run_lifecycle import move
 from neens.store.run_liveness import fail_run
 from neens.store.runs import dispatch_scoring_once, mark_item_error, refusal, write_or_split
 from neens.store.sessions import write_spans
@@ -54,9 +60,9 @@ def reply_spans(
     ended = utcnow()
     started = ended - timedelta(milliseconds=reply.latency_ms)
     correlation = {
-        "neens.eval_run_id": run.id,
-        "neens.dataset_item_id": item_id,
-        "neens.version_label": run.version_label,
+        EVAL_RUN_ID_KEY: run.id,
+        DATASET_ITEM_ID_KEY: item_id,
+        VERSION_LABEL_KEY: run.version_label,
     }
     root = SpanRecord(
         trace_id=trace_id,
@@ -138,8 +144,8 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
         # The model sent is the one frozen on the run, never the connection's current one.
         model=run.model,
     )
-    client: httpx.AsyncClient = ctx.services["http"]
-    settings = ctx.services["settings"]
+    client = ctx.http
+    settings = ctx.settings
     slots = asyncio.Semaphore(settings.push_concurrency)
     watch = _CancelWatch(db, run_id)
 
@@ -307,8 +313,7 @@ async def _finish_calls(db: Database, run_id: str) -> None:
         if counts.get("pending"):
             return  # cancelled part-way, or another worker still calling
         if not counts.get("captured") and not counts.get("scored"):
-            run.status = "failed"
-            run.error = "every item failed: the agent endpoint produced no answer (see items)"
-            run.completed_at = utcnow()
+            error = "every item failed: the agent endpoint produced no answer (see items)"
+            await move(s, run, "failed", error=error)
             return
         await dispatch_scoring_once(s, run_id)

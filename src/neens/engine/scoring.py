@@ -32,6 +32,7 @@ from neens.store.db import Database
 from neens.store.insights import add_insight
 from neens.store.judges import judges_by_id
 from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
+from neens.store.run_lifecycle import move
 from neens.store.runs import refusal, write_or_split
 from neens.store.scores import score_row
 from neens.store.types import storable_text, utcnow
@@ -187,12 +188,10 @@ async def finish_run(db: Database, run_id: str) -> None:
             if item.baseline_passed is True and failed:
                 regressions += 1
         run.baseline_cohort = cohort
-        run.completed_at = utcnow()
         if not any(item.status == "scored" for item in items):
-            run.status = "failed"
-            run.error = "no item could be scored (see each item's error)"
+            await move(s, run, "failed", error="no item could be scored (see each item's error)")
             return
-        run.status = "completed_with_regressions" if regressions else "completed"
+        await move(s, run, "completed_with_regressions" if regressions else "completed")
         if regressions:
             await add_insight(
                 s,

@@ -23,9 +23,11 @@ import os
 import socket
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
+from neens.settings import Settings
 from neens.store import jobs
 from neens.store.db import Database
 
@@ -37,15 +39,40 @@ RENEWALS_PER_LEASE = 5
 """Lease renewals per lease: a renewal may be late four times in a row before the job is lost."""
 
 
-@dataclass
 class JobContext:
-    """What a handler gets besides its payload."""
+    """What a handler gets besides its payload: the database, the server's settings, the one
+    outbound HTTP client (guarded destinations, shared pool) and a way to wake the worker."""
 
-    db: Database
-    services: dict[str, Any] = field(default_factory=dict)
-    """Shared clients and settings, set by whoever starts the worker."""
-    notify: Callable[[], None] = lambda: None
-    """Wake the worker: call after enqueueing follow-up jobs."""
+    def __init__(
+        self,
+        db: Database,
+        *,
+        settings: Settings | None = None,
+        http: httpx.AsyncClient | None = None,
+        notify: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.db = db
+        self._settings = settings
+        self._http = http
+        self.notify = notify
+        """Wake the worker: call after enqueueing follow-up jobs."""
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            raise RuntimeError(_BARE_WORKER.format(what="settings"))
+        return self._settings
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        if self._http is None:
+            raise RuntimeError(_BARE_WORKER.format(what="an outbound HTTP client"))
+        return self._http
+
+
+_BARE_WORKER = (
+    "this worker was started without {what}: build it with neens.engine.handlers.open_worker"
+)
 
 
 Handler = Callable[[JobContext, dict[str, Any]], Awaitable[None]]
@@ -61,7 +88,8 @@ class Worker:
         db: Database,
         handlers: Mapping[str, Handler],
         *,
-        services: dict[str, Any] | None = None,
+        settings: Settings | None = None,
+        http: httpx.AsyncClient | None = None,
         concurrency: int = 4,
         poll_interval_s: float = 0.5,
         lease_s: float = DEFAULT_LEASE_S,
@@ -81,7 +109,7 @@ class Worker:
         self.sweep_every_s = sweep_every_s
         self.stop_timeout_s = stop_timeout_s
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
-        self.context = JobContext(db, services or {}, self.notify)
+        self.context = JobContext(db, settings=settings, http=http, notify=self.notify)
         self._wake = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
         self._leased: dict[int, asyncio.Task[None]] = {}

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from neens.errors import NotFound
 from neens.store.db import Database
 from neens.store.ids import new_id
-from neens.store.jobs import enqueue
+from neens.store.jobs import JobKind, enqueue
 from neens.store.models import Insight, NotificationDelivery, NotificationSink
 
 
@@ -74,7 +74,10 @@ async def add_insight(
         s.add(delivery)
         await s.flush()
         await enqueue(
-            s, "notify.deliver", {"delivery": delivery.pk}, dedupe_key=f"deliver:{delivery.pk}"
+            s,
+            JobKind.NOTIFY_DELIVER,
+            {"delivery": delivery.pk},
+            dedupe_key=f"deliver:{delivery.pk}",
         )
     return insight.id
 

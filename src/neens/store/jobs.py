@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import or_, select, update
@@ -41,6 +42,22 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from neens.store.db import Database, upsert_insert
 from neens.store.models import Job
 from neens.store.types import utcnow
+
+
+class JobKind(StrEnum):
+    """Every kind of job Neens queues; the value is what the jobs table stores."""
+
+    PREPROD_PUSH = "preprod.push"
+    """Call the agent for each pending item of a push-mode run."""
+    PREPROD_SCORE = "preprod.score"
+    """Judge a run's captured items, then finish the run."""
+    NOTIFY_DELIVER = "notify.deliver"
+    """Send one insight to one notification sink."""
+    PRODUCTION_SCORE = "production.score"
+    """Score one production session with the judges that score production."""
+    RUN_FINISHED = "run.finished"
+    """A run reached a terminal status: run what waits for finished runs."""
+
 
 MAX_ATTEMPTS = 5
 """A job that failed this many times stays failed, with its last error recorded."""
@@ -60,7 +77,7 @@ LIVE = ("queued", "running")
 
 async def enqueue(
     s: AsyncSession,
-    kind: str,
+    kind: JobKind,
     payload: dict[str, Any],
     *,
     dedupe_key: str | None = None,
@@ -81,7 +98,9 @@ async def enqueue(
     await s.execute(statement)
 
 
-async def requeue(s: AsyncSession, kind: str, payload: dict[str, Any], *, dedupe_key: str) -> None:
+async def requeue(
+    s: AsyncSession, kind: JobKind, payload: dict[str, Any], *, dedupe_key: str
+) -> None:
     """Queue the job of `dedupe_key` again with fresh attempts, reusing its finished row, or add
     it when there is none. A job still queued or running is left as it is."""
     result = await s.execute(

@@ -23,6 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from neens.domain.run_lifecycle import ItemStatus, RunStatus
 from neens.store.types import BigIntPk, JsonType, UtcDateTime, utcnow
 
 NAMING_CONVENTION = {
@@ -298,7 +299,8 @@ class PreprodRun(Base):
     """The baseline side's averages (cost, latency, steps), stamped when the baseline is
     resolved, so a "7d" production window keeps meaning the week the run was scored in."""
     gate: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    status: Mapped[str] = mapped_column(String(40))
+    status: Mapped[RunStatus] = mapped_column(String(40))
+    """Changed only by `neens.store.run_lifecycle`."""
     error: Mapped[str | None] = mapped_column(Text, default=None)
     item_count: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -322,7 +324,7 @@ class PreprodItem(Base):
     position: Mapped[int] = mapped_column(Integer)
     input: Mapped[str] = mapped_column(Text)
     expected_output: Mapped[str | None] = mapped_column(Text, default=None)
-    status: Mapped[str] = mapped_column(String(20))
+    status: Mapped[ItemStatus] = mapped_column(String(20))
     session_pk: Mapped[int | None] = mapped_column(
         BigIntPk, ForeignKey("sessions.pk", ondelete="SET NULL"), default=None
     )

@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from neens.domain.metrics import JudgeScore
 from neens.domain.preprod import CohortStats, ItemOutcome
+from neens.domain.run_lifecycle import RunStatus
 from neens.errors import NotFound
 from neens.store.db import Database
 from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
@@ -17,7 +18,7 @@ from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
 @dataclass(frozen=True, slots=True)
 class RunOutcomes:
     run_id: str
-    status: str
+    status: RunStatus
     version_label: str
     model: str | None
     dataset_version_id: str
@@ -59,7 +60,7 @@ async def run_outcomes(db: Database, project_id: str, run_id: str) -> RunOutcome
             position=item.position,
             input=item.input,
             expected_output=item.expected_output,
-            status=item.status,  # type: ignore[arg-type]
+            status=item.status,
             score=item.score,
             passed=item.passed,
             baseline_passed=item.baseline_passed,

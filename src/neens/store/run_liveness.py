@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 
+from neens.domain.run_lifecycle import can_move
 from neens.store.db import Database
 from neens.store.jobs import MAX_ATTEMPTS, requeue
 from neens.store.models import PreprodItem, PreprodRun
+from neens.store.run_lifecycle import move
 from neens.store.runs import (
     RUN_JOBS,
     RunJob,
@@ -24,7 +26,7 @@ from neens.store.runs import (
     live_jobs,
     status_counts,
 )
-from neens.store.types import storable_text, utcnow
+from neens.store.types import utcnow
 
 log = logging.getLogger("neens.runs")
 
@@ -32,12 +34,11 @@ log = logging.getLogger("neens.runs")
 async def fail_run(db: Database, run_id: str, error: str) -> bool:
     """End a `running` run as `failed` with `error`; False when it had ended already."""
     async with db.write() as s:
-        result = await s.execute(
-            update(PreprodRun)
-            .where(PreprodRun.id == run_id, PreprodRun.status == "running")
-            .values(status="failed", error=storable_text(error), completed_at=utcnow())
-        )
-        return getattr(result, "rowcount", 0) == 1
+        run = await s.scalar(select(PreprodRun).where(PreprodRun.id == run_id).with_for_update())
+        if run is None or not can_move(run.status, "failed"):
+            return False
+        await move(s, run, "failed", error=error)
+        return True
 
 
 def gave_up_reason(job: RunJob, error: str) -> str:
@@ -97,9 +98,7 @@ async def _reconcile_run(db: Database, run_id: str) -> str | None:
         by_name = {name: jobs.get(job_key(name, run_id)) for name in RUN_JOBS}
         for name, job in by_name.items():
             if job is not None and job.status == "failed":
-                run.status = "failed"
-                run.error = storable_text(gave_up_reason(name, last_line(job.last_error)))
-                run.completed_at = utcnow()
+                await move(s, run, "failed", error=gave_up_reason(name, last_line(job.last_error)))
                 return f"failed, its {name} job had failed for good"
         pending = await s.scalar(
             select(func.count()).where(

@@ -22,10 +22,11 @@ from sqlalchemy import func, insert, literal, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from neens.domain.run_lifecycle import TERMINAL, ItemStatus, RunStatus
 from neens.errors import Conflict, NotFound, Unprocessable
 from neens.store.db import Database
 from neens.store.ids import new_id
-from neens.store.jobs import LIVE, MAX_ATTEMPTS, enqueue
+from neens.store.jobs import LIVE, MAX_ATTEMPTS, JobKind, enqueue
 from neens.store.judges import resolve_run_judges
 from neens.store.models import (
     AgentConnection,
@@ -38,17 +39,17 @@ from neens.store.models import (
     PreprodRun,
     TraceSession,
 )
+from neens.store.run_lifecycle import move, open_run
 from neens.store.sessions import untagged_traces_hint
 from neens.store.types import storable_text, utcnow
 
 log = logging.getLogger("neens.runs")
 
-TERMINAL = ("completed", "completed_with_regressions", "failed", "cancelled")
 RECONCILE_EVERY_S = 30.0
 """How often each worker looks for runs left without a job (and once when it starts)."""
 RunJob = Literal["push", "scoring"]
 WaitingOn = Literal["worker", "retry", "traces"]
-RUN_JOBS: dict[RunJob, str] = {"push": "preprod.push", "scoring": "preprod.score"}
+RUN_JOBS: dict[RunJob, JobKind] = {"push": JobKind.PREPROD_PUSH, "scoring": JobKind.PREPROD_SCORE}
 """The jobs that work on a run, by the name the run detail uses for them."""
 
 
@@ -139,7 +140,7 @@ class RunInfo:
     judge_ids: list[str]
     baseline: dict[str, Any] | None
     gate: dict[str, Any]
-    status: str
+    status: RunStatus
     error: str | None
     item_count: int
     counts: dict[str, int]
@@ -155,7 +156,7 @@ class RunItem:
     position: int
     input: str
     expected_output: str | None
-    status: str
+    status: ItemStatus
     session_id: str | None
     error: str | None
     score: float | None
@@ -180,12 +181,11 @@ async def create_run(db: Database, project_id: str, new: NewRun) -> str:
         await _check_baseline_run(s, project_id, new.baseline, version_id)
         judge_ids = await resolve_run_judges(s, project_id, new.judge_ids)
         run_id = new_id("ppr_")
-        now = utcnow()
-        pushing = new.runner_mode == "push"
         item_count = await s.scalar(
             select(func.count()).where(DatasetItem.version_id == version_id)
         )
-        s.add(
+        open_run(
+            s,
             PreprodRun(
                 id=run_id,
                 project_id=project_id,
@@ -200,15 +200,13 @@ async def create_run(db: Database, project_id: str, new: NewRun) -> str:
                 judge_ids=judge_ids,
                 baseline=new.baseline,
                 gate=new.gate,
-                status="running" if pushing else "awaiting_traces",
                 item_count=item_count or 0,
-                created_at=now,
-                started_at=now if pushing else None,
-            )
+                created_at=utcnow(),
+            ),
         )
         await s.flush()
         await _freeze_items(s, run_id, version_id)
-        if pushing:
+        if new.runner_mode == "push":
             await enqueue(
                 s, RUN_JOBS["push"], {"run_id": run_id}, dedupe_key=job_key("push", run_id)
             )
@@ -497,8 +495,7 @@ async def cancel_run(db: Database, project_id: str, run_id: str) -> None:
             raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
         if row.status in TERMINAL:
             raise Conflict(f"run {run_id} is already {row.status}", field="run_id")
-        row.status = "cancelled"
-        row.completed_at = utcnow()
+        await move(s, row, "cancelled")
 
 
 async def mark_item_error(s: AsyncSession, run_id: str, item_id: str, error: str) -> None:
@@ -560,8 +557,7 @@ async def report_item_error(
         item.status = "error"
         item.error = reason
         if run.status == "awaiting_traces":
-            run.status = "running"
-            run.started_at = utcnow()
+            await move(s, run, "running")
         await s.flush()
         remaining = await s.scalar(
             select(func.count()).where(

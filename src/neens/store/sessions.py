@@ -27,7 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.domain.conventions import Flag, SpanView, safe_label, span_view
+from neens.domain.conventions import EVAL_RUN_ID_KEY, Flag, SpanView, safe_label, span_view
 from neens.domain.pricing import PriceBook
 from neens.domain.sessions import SessionSummary, summarize_session
 from neens.domain.spans import Rejection, SpanLogEvent, SpanRecord
@@ -612,7 +612,7 @@ _HINT_SAMPLE = 100
 
 async def untagged_traces_hint(s: AsyncSession, project_id: str, since: datetime) -> str | None:
     """Why a runner-mode run may still be waiting, from the traces that arrived since `since`
-    without a `neens.eval_run_id`; None when none did.
+    without a run id (`EVAL_RUN_ID_KEY`); None when none did.
 
     A misspelled correlation key (flagged `correlation_key_misspelled`) is named; otherwise
     the traces carry no correlation attributes at all, which is what an exporter that does
@@ -644,7 +644,7 @@ async def untagged_traces_hint(s: AsyncSession, project_id: str, since: datetime
             f"correlation key ({misspelled[0]})"
         )
     return (
-        f"{many} trace(s) received since the run was created carry no neens.eval_run_id; if "
+        f"{many} trace(s) received since the run was created carry no {EVAL_RUN_ID_KEY}; if "
         "they come from your runner, its exporter does not apply OTEL_RESOURCE_ATTRIBUTES (in "
         "JavaScript, register the environment resource detector: see docs/preprod.md)"
     )

@@ -41,7 +41,7 @@ async def get_gate(run_id: str, principal: AnyKey, db: DbDep) -> Any:
     """Pass or fail, with reasons. Never green before the candidate was evaluated."""
     outcomes = await run_outcomes(db, principal.project_id, run_id)
     result = evaluate_gate(
-        outcomes.status,  # type: ignore[arg-type]
+        outcomes.status,
         outcomes.items,
         parse_gate_policy(outcomes.gate),
         items_cohort(outcomes.items),

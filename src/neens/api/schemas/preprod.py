@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+from neens.domain.conventions import DATASET_ITEM_ID_KEY
 
 _RANGE = re.compile(r"^([1-9][0-9]{0,3})([mhd])$")
 RANGE_UNITS = {"m": 60, "h": 3600, "d": 86400}
@@ -145,8 +146,9 @@ class PreprodItemOut(BaseModel):
 
     model_config = ConfigDict(use_attribute_docstrings=True)
 
-    item_id: str
-    """The dataset item id: tag traces with it as `neens.dataset_item_id`."""
+    item_id: str = Field(
+        description=f"The dataset item id: tag traces with it as `{DATASET_ITEM_ID_KEY}`."
+    )
     position: int
     """0-based frozen order."""
     input: str

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BeforeValidator, Field, WithJsonSchema
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableJson, StorableStr
+from neens.domain.conventions import DATASET_ITEM_ID_KEY, EVAL_RUN_ID_KEY, VERSION_LABEL_KEY
 
 
 def _unix_nanos(value: Any) -> Any:
@@ -147,9 +148,9 @@ class SessionOut(ResponseBody):
     status: str = Field(description='"error" when any span failed, else "ok".')
     started_at: datetime | None = Field(description="Earliest span start (UTC).")
     ended_at: datetime | None = Field(description="Latest span end (UTC).")
-    eval_run_id: str | None = Field(description="`neens.eval_run_id` on the trace, if any.")
-    dataset_item_id: str | None = Field(description="`neens.dataset_item_id`, if any.")
-    version_label: str | None = Field(description="`neens.version_label`, if any.")
+    eval_run_id: str | None = Field(description=f"`{EVAL_RUN_ID_KEY}` on the trace, if any.")
+    dataset_item_id: str | None = Field(description=f"`{DATASET_ITEM_ID_KEY}`, if any.")
+    version_label: str | None = Field(description=f"`{VERSION_LABEL_KEY}`, if any.")
     warnings: list[WarningOut] = Field(
         description="Dubious values in the session's spans, one per kind; empty when none."
     )
