@@ -169,3 +169,35 @@ async def test_a_new_url_drops_the_stored_headers_unless_it_sets_them_again(
         await wait_for_run(client, ingest_key, run["id"])
         assert seen[-1]["authorization"] == "Bearer new"
         assert [i["status"] for i in await items_of(client, ingest_key, run["id"])] != ["error"]
+
+
+@pytest.mark.parametrize("path", ["data..answer", "data.answers[x]", "a]", ""])
+async def test_a_malformed_answer_path_is_422_naming_it_and_changes_nothing(
+    client: httpx.AsyncClient, admin_key: CreatedKey, path: str
+) -> None:
+    h = auth(admin_key)
+    r = await client.post(
+        "/agent-connections",
+        json={"name": "x", "url": "http://127.0.0.1:9/a", "answerPath": path},
+        headers=h,
+    )
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["field"] == "answerPath", r.text
+    conn = await _connection(client, admin_key, answerPath="data.answer")
+    r = await client.patch(f"/agent-connections/{conn['id']}", json={"answerPath": path}, headers=h)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["field"] == "answerPath", r.text
+    r = await client.get(f"/agent-connections/{conn['id']}", headers=h)
+    assert r.json()["answerPath"] == "data.answer"
+
+
+@pytest.mark.parametrize("path", ['data["a.b"][0].text', ".data.answer", "items[0]id", 'say"hi"'])
+async def test_an_answer_path_and_a_judge_path_are_written_the_same_way(
+    client: httpx.AsyncClient, admin_key: CreatedKey, path: str
+) -> None:
+    conn = await _connection(client, admin_key, answerPath=path)
+    assert conn["answerPath"] == path
+    judge = {"name": "j", "type": "managed", "check": "json_field_match", "config": {"path": path}}
+    r = await client.post("/judges", json=judge, headers=auth(admin_key))
+    assert r.status_code == 201, r.text
+    assert r.json()["config"]["options"]["path"] == path

@@ -96,6 +96,15 @@ async def test_each_judge_type_is_created_and_secrets_are_never_returned(
         (
             {
                 "name": "x",
+                "type": "managed",
+                "check": "json_field_match",
+                "config": {"path": "a..b"},
+            },
+            "config.path",
+        ),
+        (
+            {
+                "name": "x",
                 "type": "llm_prompt",
                 "template": "no placeholder",
                 "endpoint": {"baseUrl": "http://127.0.0.1:9/v1", "model": "m"},

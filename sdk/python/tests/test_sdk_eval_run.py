@@ -511,6 +511,8 @@ def test_push_creates_a_push_mode_run_and_gates_it(
          "--project-id is not supported: the API key decides the project"),
         (["--create", "--dataset", "d", "--version-label", "v", "--baseline", "prod:7y"],
          "is not a baseline; use prod:WINDOW"),
+        (["--create", "--dataset", "d", "--version-label", "v", "--baseline", "prod:367d"],
+         "at most 366 days"),
         (["--create", "--dataset", "d", "--version-label", "v", "--baseline", "run:"],
          "is not a baseline"),
         (["--create", "--dataset", "d", "--version-label", "v", "--min-pass-rate", "90"],

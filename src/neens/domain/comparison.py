@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from neens.domain.gate import run_summary
 from neens.domain.preprod import (
@@ -236,17 +236,16 @@ def compare_versions(runs: Sequence[RunColumn], baseline_run_id: str) -> Version
 
     def cell(run: RunColumn, item_id: str) -> VersionCell:
         item = columns[run.run_id][item_id]
-        verdict = candidate_verdict(item)
-        against = baseline_verdicts[item_id]
+        against = replace(item, baseline_passed=baseline_verdicts[item_id])
         compared = run.run_id != baseline_run_id
         return VersionCell(
             run_id=run.run_id,
             status=item.status,
-            passed=verdict,
+            passed=candidate_verdict(item),
             score=item.score,
             output=item.output,
-            regressed_vs_baseline=compared and against is True and verdict is False,
-            new_pass_vs_baseline=compared and against is False and verdict is True,
+            regressed_vs_baseline=compared and is_regression(against),
+            new_pass_vs_baseline=compared and is_new_pass(against),
         )
 
     rows = tuple(

@@ -114,7 +114,7 @@ async def call_agent(
             "endpoint did not answer JSON Neens can read: it nests too deeply"
         ) from None
     path_text = endpoint.answer_path or DEFAULT_ANSWER_PATHS[endpoint.request_format]
-    found, answer = extract(document, parse_path(path_text))
+    found, answer = extract(document, parse_path(path_text, field="answerPath"))
     if not found or answer is None:
         raise AgentCallFailed(f"no answer at {path_text!r} in the endpoint's reply")
     if not isinstance(answer, str):

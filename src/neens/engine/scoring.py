@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import delete, select, update
 
+from neens.domain.baseline import parse_range
 from neens.domain.judges import JudgeCase, Verdict, passes
-from neens.domain.preprod import ItemOutcome, candidate_verdict, cohort_stats
+from neens.domain.preprod import candidate_verdict, cohort_stats, is_regression
 from neens.domain.stats import mean
 from neens.engine.batching import batch_writer
 from neens.engine.judging import CaseJudge, outbound_of
@@ -32,6 +31,7 @@ from neens.store.db import Database
 from neens.store.insights import add_insight
 from neens.store.judges import judges_by_id
 from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
+from neens.store.review import item_outcome
 from neens.store.run_lifecycle import move
 from neens.store.runs import refusal, write_or_split
 from neens.store.scores import score_row
@@ -154,17 +154,6 @@ async def _store_item(s: Any, run: PreprodRun, names: dict[str, str], judged: _J
     )
 
 
-_RANGE = re.compile(r"^(\d+)([mhd])$")
-_UNIT_S = {"m": 60, "h": 3600, "d": 86400}
-
-
-def window_seconds(range_text: str) -> int:
-    match = _RANGE.match(range_text)
-    if match is None:
-        raise ValueError(f"bad range {range_text!r}")
-    return int(match[1]) * _UNIT_S[match[2]]
-
-
 async def finish_run(db: Database, run_id: str) -> None:
     """Resolve the baseline, stamp `baseline_passed`, and set the run's final status."""
     async with db.write() as s:
@@ -184,8 +173,7 @@ async def finish_run(db: Database, run_id: str) -> None:
         regressions = 0
         for item in items:
             item.baseline_passed = verdicts.get(item.item_id)
-            failed = item.status == "error" or item.passed is False
-            if item.baseline_passed is True and failed:
+            if is_regression(item_outcome(item)):
                 regressions += 1
         run.baseline_cohort = cohort
         if not any(item.status == "scored" for item in items):
@@ -238,23 +226,7 @@ async def _prior_run_baseline(
     verdicts: dict[str, bool | None] = {}
     sessions = []
     for item, session in rows:
-        outcome = ItemOutcome(
-            item_id=item.item_id,
-            position=item.position,
-            input=item.input,
-            expected_output=item.expected_output,
-            status=item.status,
-            score=item.score,
-            passed=item.passed,
-            baseline_passed=None,
-            error=item.error,
-            output=None,
-            cost_usd=None,
-            latency_ms=None,
-            step_count=None,
-            session_id=None,
-        )
-        verdicts[item.item_id] = candidate_verdict(outcome)
+        verdicts[item.item_id] = candidate_verdict(item_outcome(item))
         if session is not None:
             sessions.append(session)
     return verdicts, _cohort(sessions)
@@ -266,7 +238,7 @@ async def _prod_window_baseline(
     """Production sessions whose input equals an item's prompt; each one's newest non-preprod
     score within the window gives the verdict (a pass label, or a score of at least 0.7)."""
     assert run.baseline is not None
-    since = utcnow() - timedelta(seconds=window_seconds(run.baseline["range"]))
+    since = utcnow() - parse_range(run.baseline["range"])
     by_input: dict[str, list[str]] = {}
     for item in items:
         by_input.setdefault(item.input, []).append(item.item_id)

@@ -39,6 +39,27 @@ def cohort_from_stamp(stamp: dict[str, Any] | None) -> CohortStats | None:
     )
 
 
+def item_outcome(item: PreprodItem, session: TraceSession | None = None) -> ItemOutcome:
+    """An item row as the plain outcome the verdict rules read; `session` adds its captured
+    answer and numbers (without it they are unknown)."""
+    return ItemOutcome(
+        item_id=item.item_id,
+        position=item.position,
+        input=item.input,
+        expected_output=item.expected_output,
+        status=item.status,
+        score=item.score,
+        passed=item.passed,
+        baseline_passed=item.baseline_passed,
+        error=item.error,
+        output=session.output if session else None,
+        cost_usd=session.cost_usd if session else None,
+        latency_ms=session.latency_ms if session else None,
+        step_count=session.step_count if session else None,
+        session_id=session.trace_id if session else None,
+    )
+
+
 async def run_outcomes(db: Database, project_id: str, run_id: str) -> RunOutcomes:
     async with db.read() as s:
         run = await s.scalar(
@@ -54,25 +75,7 @@ async def run_outcomes(db: Database, project_id: str, run_id: str) -> RunOutcome
                 .order_by(PreprodItem.position)
             )
         ).all()
-    items = [
-        ItemOutcome(
-            item_id=item.item_id,
-            position=item.position,
-            input=item.input,
-            expected_output=item.expected_output,
-            status=item.status,
-            score=item.score,
-            passed=item.passed,
-            baseline_passed=item.baseline_passed,
-            error=item.error,
-            output=session.output if session else None,
-            cost_usd=session.cost_usd if session else None,
-            latency_ms=session.latency_ms if session else None,
-            step_count=session.step_count if session else None,
-            session_id=session.trace_id if session else None,
-        )
-        for item, session in rows
-    ]
+    items = [item_outcome(item, session) for item, session in rows]
     return RunOutcomes(
         run.id,
         run.status,

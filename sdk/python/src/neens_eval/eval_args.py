@@ -33,7 +33,21 @@ DEFAULT_TIMEOUT_S: Final = 600.0
 DEFAULT_ITEM_TIMEOUT_S: Final = 300.0
 
 
-_WINDOW = re.compile(r"^[1-9][0-9]{0,3}[mhd]$")
+WINDOW_UNITS_S: Final = {"m": 60, "h": 3600, "d": 86400}
+MAX_WINDOW_S: Final = 366 * 86400
+_WINDOW = re.compile(r"([1-9][0-9]{0,3})([mhd])")
+
+
+def window_seconds(text: str) -> int | None:
+    """The seconds a baseline window such as 7d, 24h or 30m spans, or None when `text` is not
+    one or is longer than 366 days. The server reads a run's `range` by the same rules, and
+    tests/shared/baseline_ranges.json holds both to them, so a window this accepts is never
+    refused by the server."""
+    match = _WINDOW.fullmatch(text)
+    if match is None:
+        return None
+    seconds = int(match[1]) * WINDOW_UNITS_S[match[2]]
+    return seconds if seconds <= MAX_WINDOW_S else None
 
 
 EXIT_CODES_HELP: Final = """\
@@ -329,13 +343,13 @@ def refuse_project_id(args: argparse.Namespace) -> None:
 
 def _baseline(text: str) -> dict[str, str]:
     kind, _, value = text.partition(":")
-    if kind == "prod" and _WINDOW.match(value):
+    if kind == "prod" and window_seconds(value) is not None:
         return {"kind": "prod_window", "range": value}
     if kind == "run" and value.strip():
         return {"kind": "preprod_run", "value": value.strip()}
     raise argparse.ArgumentTypeError(
-        f"{text!r} is not a baseline; use prod:WINDOW (prod:7d, prod:24h, prod:30m) or "
-        f"run:RUN_ID (run:ppr_…)"
+        f"{text!r} is not a baseline; use prod:WINDOW (prod:7d, prod:24h, prod:30m; at most "
+        f"366 days) or run:RUN_ID (run:ppr_…)"
     )
 
 

@@ -3,18 +3,14 @@ examples send them; responses are camelCase, except `/items`, whose shape the sp
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+from neens.domain.baseline import parse_range
 from neens.domain.conventions import DATASET_ITEM_ID_KEY
-
-_RANGE = re.compile(r"^([1-9][0-9]{0,3})([mhd])$")
-RANGE_UNITS = {"m": 60, "h": 3600, "d": 86400}
-MAX_RANGE_S = 366 * 86400
 
 
 class Baseline(RequestBody):
@@ -29,13 +25,8 @@ class Baseline(RequestBody):
     @field_validator("range")
     @classmethod
     def _check_range(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        match = _RANGE.match(value)
-        if match is None:
-            raise ValueError("range must look like 30m, 24h or 7d")
-        if int(match[1]) * RANGE_UNITS[match[2]] > MAX_RANGE_S:
-            raise ValueError("range must be at most 366 days")
+        if value is not None:
+            parse_range(value)
         return value
 
     @model_validator(mode="after")

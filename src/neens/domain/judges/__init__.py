@@ -25,10 +25,8 @@ This package re-exports the public names of its modules, so callers import from
 from neens.domain.judges.composite import composite, validate_composite_weights
 from neens.domain.judges.managed import (
     MANAGED_CHECKS,
-    JsonPath,
     ManagedCheck,
     json_equal,
-    parse_json_path,
     run_managed,
     validate_managed_config,
 )
@@ -52,7 +50,6 @@ __all__ = [
     "MANAGED_CHECKS",
     "PASS_THRESHOLD",
     "PLACEHOLDERS",
-    "JsonPath",
     "JudgeCase",
     "ManagedCheck",
     "UnscoredReason",
@@ -60,7 +57,6 @@ __all__ = [
     "cannot_judge",
     "composite",
     "json_equal",
-    "parse_json_path",
     "parse_label_reply",
     "parse_score_reply",
     "passes",

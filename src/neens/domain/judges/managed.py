@@ -15,6 +15,7 @@ from typing import Any, Final, Literal, get_args
 from rapidfuzz import fuzz
 
 from neens.domain.conventions import safe_label
+from neens.domain.json_path import extract, parse_path
 from neens.domain.judges.verdict import JudgeCase, Verdict, json_text
 from neens.errors import Unprocessable
 
@@ -44,7 +45,7 @@ def validate_managed_config(check: str, config: Mapping[str, Any]) -> dict[str, 
       could never fail.
     - regex: `pattern` (required, non-empty, must compile). The regex is compiled here so a bad
       pattern is reported when the judge is configured, not on every case of a run.
-    - json_field_match: `path` (required; see `parse_json_path`) and `value` (any JSON value,
+    - json_field_match: `path` (required; see `neens.domain.json_path`) and `value` (any JSON value,
       null included, so the key's presence is what counts; absent means "the same path in the
       expected output").
     - fuzzy_similarity: `case_sensitive`.
@@ -87,7 +88,7 @@ def validate_managed_config(check: str, config: Mapping[str, Any]) -> dict[str, 
                 'path is required: a string such as "order.status" or "items[0].id"',
                 field="config.path",
             )
-        parse_json_path(path)
+        parse_path(path, field="config.path")
         normalized["path"] = path
         if "value" in config:
             try:
@@ -230,69 +231,6 @@ def _fuzzy_similarity(options: Mapping[str, Any], output: str, expected: str | N
     return Verdict.scored(score, f"the output is {score:.0%} similar to the expected output")
 
 
-# --- JSON paths --------------------------------------------------------------------------------
-
-JsonPath = tuple[str | int, ...]
-
-_PATH_TOKEN: Final = re.compile(r"\[(\d+)\]|([^.\[\]]+)|(\.)")
-
-
-def parse_json_path(path: str) -> JsonPath:
-    """Steps of a JSON path such as "order.status", "items[0].id" or "[2].name".
-
-    Keys are separated by dots and taken literally (spaces and non-ASCII included); array
-    positions are written only in brackets, so "items.0" looks up the key "0" and never guesses
-    that it meant an index. Negative indexes, empty keys ("a..b") and stray brackets are
-    refused with Unprocessable on "config.path".
-    """
-    steps: list[str | int] = []
-    position = 0
-    expect_key = False  # just after a dot, a key must follow
-    while position < len(path):
-        token = _PATH_TOKEN.match(path, position)
-        if token is None:
-            break
-        index, key, dot = token.groups()
-        if dot is not None:
-            if not steps or expect_key:
-                break
-            expect_key = True
-        elif key is not None:
-            if steps and not expect_key:
-                break
-            steps.append(key)
-            expect_key = False
-        else:
-            if expect_key:
-                break
-            steps.append(int(index))
-        position = token.end()
-    if position != len(path) or not steps or expect_key:
-        raise Unprocessable(
-            f"path {safe_label(path)} is not a JSON path such as order.status or items[0].id "
-            "(keys separated by dots, array positions as [n])",
-            field="config.path",
-        )
-    return tuple(steps)
-
-
-_MISSING: Final = object()
-
-
-def _lookup(document: Any, steps: JsonPath) -> Any:
-    current = document
-    for step in steps:
-        if isinstance(step, int):
-            if not isinstance(current, list) or step >= len(current):
-                return _MISSING
-            current = current[step]
-        else:
-            if not isinstance(current, dict) or step not in current:
-                return _MISSING
-            current = current[step]
-    return current
-
-
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -334,7 +272,7 @@ def json_equal(a: Any, b: Any) -> bool:
 
 def _json_field_match(options: Mapping[str, Any], output: str, expected: str | None) -> Verdict:
     path = options["path"]
-    steps = parse_json_path(path)
+    steps = parse_path(path, field="config.path")
     if "value" in options:
         wanted, source = options["value"], "the configured value"
     elif expected is None:
@@ -346,8 +284,8 @@ def _json_field_match(options: Mapping[str, Any], output: str, expected: str | N
                 "invalid_expected_output",
                 f"the expected output is not JSON ({problem}), so {path} cannot be compared",
             )
-        wanted = _lookup(reference, steps)
-        if wanted is _MISSING:
+        present, wanted = extract(reference, steps)
+        if not present:
             return Verdict.unscored(
                 "invalid_expected_output", f"the expected output has no {path} to compare with"
             )
@@ -355,8 +293,8 @@ def _json_field_match(options: Mapping[str, Any], output: str, expected: str | N
     document, problem = _load_json(output)
     if problem is not None:
         return Verdict.scored(0.0, f"the output is not JSON ({problem})")
-    found = _lookup(document, steps)
-    if found is _MISSING:
+    present, found = extract(document, steps)
+    if not present:
         return Verdict.scored(0.0, f"the output has no {path}")
     if json_equal(found, wanted):
         return Verdict.scored(1.0, f"{path} is {json_text(found)}, as in {source}")
