@@ -21,8 +21,9 @@ Each endpoint sits at its own path of one server and keeps its own calls:
 - `Scripted` answers any other path from queues of replies per method and path.
 - `refused_url` is an address where nothing listens; `hang_up_server` accepts and closes.
 
-`serve` runs a server in a background thread for the duration of a `with` block; `run` runs one
-in the foreground, for a process of its own (a benchmark, `neens demo`).
+`serve` runs a server in a background thread for the duration of a `with` block (`serve_one`
+for a single endpoint); `run` runs one in the foreground, for a process of its own (a benchmark,
+`neens demo`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 DEFAULT_ANSWER = "I do not know."
 """What an agent answers to an input it has no answer for."""
@@ -53,6 +54,9 @@ JUDGE_USAGE: Mapping[str, int] = {"prompt_tokens": 10, "completion_tokens": 5, "
 CALLS_PATH = "/_calls"
 """GET answers `{"total": n, "paths": {path: n}}`: the counts of a server in another process."""
 HEALTH_PATH = "/healthz"
+JSON_LABEL: Mapping[str, str] = {"content-type": "application/json"}
+
+E = TypeVar("E", bound="Endpoint")
 
 Wire = Literal["neens", "nested", "chat"]
 """How an agent's answer travels: `{"output"}`, `{"data": {"answers": [{"text"}]}}`, or an
@@ -79,9 +83,10 @@ class Call:
 
 @dataclass(frozen=True)
 class Reply:
-    """One HTTP answer. `body` is sent as JSON, except str and bytes, which are sent as they are
-    (None sends an empty body). `delay_s` is waited before answering, on top of the endpoint's
-    latency; a waiting request is released as soon as its server stops."""
+    """One HTTP answer. `body` is sent as JSON (labelled so), except str and bytes, which are
+    sent as they are with only the content type `headers` give (None sends an empty body).
+    `delay_s` is waited before answering, on top of the endpoint's latency; a waiting request is
+    released as soon as its server stops."""
 
     status: int = 200
     body: Any = None
@@ -380,12 +385,12 @@ def server_error(*, path: str = "/500") -> Fixed:
 
 def garbage(*, path: str = "/garbage") -> Fixed:
     """A 200 labelled JSON whose body is not JSON, nor even text: a NUL and an invalid byte."""
-    return Fixed(Reply(200, b"\x00\xffnot json"), path=path)
+    return Fixed(Reply(200, b"\x00\xffnot json", JSON_LABEL), path=path)
 
 
 def empty(*, path: str = "/empty") -> Fixed:
     """A 200 labelled JSON with an empty body."""
-    return Fixed(Reply(200, b""), path=path)
+    return Fixed(Reply(200, b"", JSON_LABEL), path=path)
 
 
 def oversize(mib: int = 9, *, path: str = "/oversize") -> Fixed:
@@ -537,10 +542,9 @@ async def _read_body(receive: Receive) -> bytes | None:
 
 async def _send(send: Send, reply: Reply) -> None:
     body = reply.encoded()
-    headers = {
-        "content-type": "application/json",
-        **{k.lower(): v for k, v in reply.headers.items()},
-    }
+    raw = reply.body is None or isinstance(reply.body, str | bytes)
+    headers = {} if raw else {"content-type": "application/json"}
+    headers.update((k.lower(), v) for k, v in reply.headers.items())
     headers["content-length"] = str(len(body))
     await send(
         {
@@ -587,6 +591,13 @@ def serve(
         server.should_exit = True
         thread.join(startup_timeout_s)
         sock.close()
+
+
+@contextmanager
+def serve_one(endpoint: E, *, port: int = 0) -> Iterator[E]:
+    """`serve` for a single endpoint, yielding the endpoint itself."""
+    with serve(endpoint, port=port):
+        yield endpoint
 
 
 def run(*endpoints: Endpoint, port: int) -> None:
