@@ -441,8 +441,9 @@ class SimulatedServer:
         self.calls: list[Call] = []
         """Every call to every endpoint, in the order they arrived."""
         self.base_url = ""
-        self._stopping: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: set[asyncio.Future[None]] = set()
+        self._stopped = False
 
     def url(self, path: str = "") -> str:
         return f"{self.base_url}{path}"
@@ -456,16 +457,34 @@ class SimulatedServer:
 
     def stop_waiting(self) -> None:
         """Release every request waiting out a delay (called from any thread)."""
-        loop, stopping = self._loop, self._stopping
-        if loop is not None and stopping is not None:
+        self._stopped = True
+        if self._loop is not None:
             try:
-                loop.call_soon_threadsafe(stopping.set)
+                self._loop.call_soon_threadsafe(self._release)
             except RuntimeError:
                 pass  # the loop is already closed: nothing is waiting
 
+    def _release(self) -> None:
+        for waiting in self._waiting:
+            _resolve(waiting)
+
+    async def _wait(self, seconds: float) -> None:
+        """`asyncio.sleep`, but over as soon as the server stops (and as cheap: a benchmark's
+        endpoint waits out its latency on every call)."""
+        loop = asyncio.get_running_loop()
+        waiting: asyncio.Future[None] = loop.create_future()
+        timer = loop.call_later(seconds, _resolve, waiting)
+        self._waiting.add(waiting)
+        if self._stopped:
+            waiting.set_result(None)
+        try:
+            await waiting
+        finally:
+            timer.cancel()
+            self._waiting.discard(waiting)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._stopping is None:
-            self._stopping = asyncio.Event()
+        if self._loop is None:
             self._loop = asyncio.get_running_loop()
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
@@ -490,10 +509,7 @@ class SimulatedServer:
         reply = endpoint.respond(call)
         wait = endpoint.latency_s + reply.delay_s
         if wait > 0:
-            try:
-                await asyncio.wait_for(self._stopping.wait(), wait)
-            except TimeoutError:
-                pass
+            await self._wait(wait)
         await _send(send, reply)
 
     def _counts(self) -> dict[str, Any]:
@@ -501,6 +517,11 @@ class SimulatedServer:
         if self.fallback is not None:
             paths["*"] = self.fallback.call_count
         return {"total": len(self.calls), "paths": paths}
+
+
+def _resolve(waiting: asyncio.Future[None]) -> None:
+    if not waiting.done():
+        waiting.set_result(None)
 
 
 def _call(scope: Scope, raw: bytes) -> Call:
