@@ -525,6 +525,7 @@ def _resolve(waiting: asyncio.Future[None]) -> None:
 
 
 def _call(scope: Scope, raw: bytes) -> Call:
+    query = scope.get("query_string", b"")
     try:
         body = json.loads(raw) if raw else None
     except ValueError:
@@ -532,7 +533,7 @@ def _call(scope: Scope, raw: bytes) -> Call:
     return Call(
         method=scope["method"],
         path=scope["path"],
-        query=urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1")),
+        query=urllib.parse.parse_qs(query.decode("latin-1")) if query else {},
         headers={k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]},
         raw=raw,
         body=body,
