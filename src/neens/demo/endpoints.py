@@ -24,6 +24,9 @@ Each endpoint sits at its own path of one server and keeps its own calls:
 `serve` runs a server in a background thread for the duration of a `with` block (`serve_one`
 for a single endpoint); `run` runs one in the foreground, for a process of its own (a benchmark,
 `neens demo`).
+
+It is one module of some 700 lines on purpose: tests, benchmarks and `neens demo` import one
+thing, and the behaviours change together with the server that plays them.
 """
 
 from __future__ import annotations
