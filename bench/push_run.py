@@ -1,7 +1,8 @@
 """Push-mode pre-prod run: a Neens push run against a bare httpx loop calling the same endpoint.
 
-A stand-in agent endpoint runs in its own process under uvicorn and answers every POST with
-`{"output": "answer N"}` for `"question N"` after a fixed latency (50 ms by default). The same run
+A stand-in agent endpoint (a steady simulated agent from `neens.demo.endpoints`) runs in its own
+process under uvicorn and answers `{"output": "answer N"}` for `"question N"` after a fixed
+latency (50 ms by default). The same run
 times two things against it:
 
 - **httpx**: one httpx `AsyncClient` with `--concurrency` worker tasks POSTing `--items` prompts,
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import os
 import subprocess
@@ -43,8 +43,10 @@ from typing import Any
 
 import _support
 import httpx
-from _support import App, Receive, Scope, Send, ServerProcess, console
+from _support import ServerProcess, console
 from rich.table import Table
+
+from neens.demo import endpoints
 
 TARGET_RATIO = 1.3
 DEFAULT_ITEMS = 1_000
@@ -54,46 +56,15 @@ FINAL_STATUSES = frozenset({"completed", "completed_with_regressions", "failed",
 REQUEST_TIMEOUT_S = 60.0
 
 # ---------------------------------------------------------------------------------------------
-# The agent endpoint: a raw ASGI callable, run by this same file with --agent-port
+# The agent endpoint: a steady simulated agent, run by this same file with --agent-port
 # ---------------------------------------------------------------------------------------------
+
+AGENT_PATH = "/agent"
 
 
 def answer_for(prompt: str) -> str:
     """`answer N` for `question N`: the golden expected output, so every item passes."""
     return "answer " + prompt.removeprefix("question ")
-
-
-def make_agent_app(latency_s: float) -> App:
-    """POST (any path) with `{"input": ...}` answers `{"output": ...}` after `latency_s`.
-    GET /healthz answers 200; GET /stats counts the POSTs answered so far."""
-    answered = 0
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        nonlocal answered
-        if await _support.handle_common(scope, receive, send):
-            return
-        if scope["method"] == "GET" and scope["path"] == "/stats":
-            await _support.respond(send, 200, json.dumps({"answered": answered}).encode())
-            return
-        if scope["method"] != "POST":
-            await _support.respond(send, 404, b'{"error":"not found"}')
-            return
-        body = await _support.read_body(receive)
-        if body is None:
-            return
-        try:
-            prompt = json.loads(body)["input"]
-            if not isinstance(prompt, str):
-                raise TypeError("input is not a string")
-        except (ValueError, KeyError, TypeError) as exc:
-            error = json.dumps({"error": f"bad request: {exc}"}).encode()
-            await _support.respond(send, 400, error)
-            return
-        await asyncio.sleep(latency_s)
-        answered += 1
-        await _support.respond(send, 200, json.dumps({"output": answer_for(prompt)}).encode())
-
-    return app
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,10 +73,10 @@ def make_agent_app(latency_s: float) -> App:
 
 
 def answered_count(agent: ServerProcess) -> int:
-    """POSTs the agent endpoint has answered since it started."""
-    response = httpx.get(f"{agent.url}/stats", timeout=5.0)
+    """Calls the agent endpoint has received since it started."""
+    response = httpx.get(f"{agent.url}{endpoints.CALLS_PATH}", timeout=5.0)
     response.raise_for_status()
-    return int(response.json()["answered"])
+    return int(response.json()["paths"][AGENT_PATH])
 
 
 def process_cpu_seconds(pid: int) -> float | None:
@@ -148,7 +119,7 @@ async def send_all(
     string `output`."""
 
     async def post(prompt: str) -> httpx.Response:
-        return await client.post("/agent", json={"input": prompt})
+        return await client.post(AGENT_PATH, json={"input": prompt})
 
     start_cpu = time.process_time()
     result = await _support.send_all(LoadResult(), prompts, post, _accept, concurrency, max_seconds)
@@ -307,7 +278,7 @@ async def measure_neens(
                 "/agent-connections",
                 json={
                     "name": f"bench-agent-{tag}",
-                    "url": f"{agent.url}/agent",
+                    "url": f"{agent.url}{AGENT_PATH}",
                     "requestFormat": "neens",
                 },
             ),
@@ -583,7 +554,9 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.agent_port is not None:
-        return _support.run_asgi(make_agent_app(args.latency_ms / 1000), args.agent_port)
+        agent = endpoints.steady(answer_for, path=AGENT_PATH, latency_s=args.latency_ms / 1000)
+        endpoints.run(agent, port=args.agent_port)
+        return 0
     return run(args)
 
 

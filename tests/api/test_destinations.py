@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from neens.demo.endpoints import ChatModel, serve_one
 from neens.domain.judges import JudgeCase
 from neens.engine.destinations import classify, excerpt
 from neens.engine.llm_judge import LlmEndpoint, judge_with_llm
@@ -24,7 +25,6 @@ from neens.store.keys import CreatedKey
 from tests.api.test_connection_changes import header_recorder
 from tests.api.test_secrets_at_rest import app_client
 from tests.conftest import auth
-from tests.support.fake_openai import fake_openai
 from tests.support.live import serve_in_thread
 from tests.support.preprod import create_run, golden_dataset, items_of, wait_for_run
 
@@ -212,10 +212,10 @@ async def test_sink_and_connection_headers_are_checked_alike(
 
 async def test_an_llm_judge_on_a_refused_destination_is_unscored_without_a_request() -> None:
     case = JudgeCase("q", "a", None)
-    with fake_openai(reply='{"score": 1, "reason": "ok"}') as server:
+    with serve_one(ChatModel('{"score": 1, "reason": "ok"}')) as server:
         closed = LlmEndpoint(base_url=server.base_url, model="m", api_key=None, allow_private=False)
         verdict = await judge_with_llm(closed, "{output}", case)
-        assert server.requests == []
+        assert server.calls == []
         assert verdict.unscored_reason == "judge_call_failed"
         assert "refused to call" in verdict.reason
         assert "loopback or private" in verdict.reason

@@ -7,9 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
+from neens.demo.endpoints import ChatModel, agent_suite, serve, serve_one
 from neens.store.keys import CreatedKey
-from tests.support.agents import agent_server
-from tests.support.fake_openai import fake_openai
 from tests.support.preprod import (
     auth,
     golden_dataset,
@@ -189,7 +188,7 @@ async def test_an_llm_judge_scores_a_run_and_keeps_its_prompt_and_reply(
 ) -> None:
     """The judge model is a fake OpenAI-compatible server: it stands in for a provider."""
     dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
-    with fake_openai(reply='{"score": 0.9, "reason": "matches the reference"}') as llm:
+    with serve_one(ChatModel('{"score": 0.9, "reason": "matches the reference"}')) as llm:
         judge = await _judge(
             client,
             admin_key,
@@ -200,7 +199,7 @@ async def test_an_llm_judge_scores_a_run_and_keeps_its_prompt_and_reply(
                 "endpoint": {"baseUrl": llm.base_url, "model": "judge-1", "apiKey": "sk-x"},
             },
         )
-        with agent_server(RIGHT) as agents:
+        with serve(*agent_suite(RIGHT)) as agents:
             done = run = await push_through(
                 client,
                 admin_key,
@@ -211,7 +210,7 @@ async def test_an_llm_judge_scores_a_run_and_keeps_its_prompt_and_reply(
     assert done["status"] == "completed"
     [item] = await items_of(client, admin_key, run["id"])
     assert item["score"] == pytest.approx(0.9)
-    [sent] = llm.requests
+    [sent] = llm.calls
     assert sent.headers["authorization"] == "Bearer sk-x"
     prompt = (
         f"Q: {ITEMS[0]['input']}\nA: {RIGHT[ITEMS[0]['input']]}\nRef: {RIGHT[ITEMS[0]['input']]}"
@@ -229,7 +228,7 @@ async def test_a_judge_reply_that_cannot_be_parsed_is_an_error_never_a_zero(
     client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
     dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
-    with fake_openai(reply="I think it is pretty good!") as llm:
+    with serve_one(ChatModel("I think it is pretty good!")) as llm:
         judge = await _judge(
             client,
             admin_key,
@@ -240,7 +239,7 @@ async def test_a_judge_reply_that_cannot_be_parsed_is_an_error_never_a_zero(
                 "endpoint": {"baseUrl": llm.base_url, "model": "judge-1"},
             },
         )
-        with agent_server(RIGHT) as agents:
+        with serve(*agent_suite(RIGHT)) as agents:
             done = run = await push_through(
                 client,
                 admin_key,

@@ -21,9 +21,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from neens.demo.endpoints import ChatModel, Reply, serve_one
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
-from tests.support.fake_openai import Reply, fake_openai
 from tests.support.live import serve_in_thread
 from tests.support.preprod import (
     auth,
@@ -293,7 +293,7 @@ async def test_judge_replies_that_cannot_be_stored_as_sent_do_not_sink_scoring(
         f"answer {kind}": (200, b'{"output": "answer %s"}' % kind.encode(), None)
         for kind in ("nul", "surrogate", "refused", "healthy")
     }
-    with fake_openai(_judge_reply) as llm:
+    with serve_one(ChatModel(_judge_reply)) as llm:
         r = await client.post(
             "/judges",
             json={

@@ -13,6 +13,7 @@ import httpx
 from sqlalchemy import delete, select, text, update
 
 from neens.api.app import create_app
+from neens.demo.endpoints import agent_suite, serve
 from neens.settings import Settings
 from neens.store import jobs
 from neens.store.db import Database
@@ -20,7 +21,6 @@ from neens.store.keys import CreatedKey
 from neens.store.models import Job, PreprodRun
 from neens.store.run_liveness import reconcile_runs
 from neens.store.types import utcnow
-from tests.support.agents import agent_server
 from tests.support.preprod import (
     auth,
     connection,
@@ -108,7 +108,7 @@ REFUSE_ITEM_UPDATES = {
 async def test_a_push_job_that_fails_for_good_fails_its_run_with_the_reason(
     settings: Settings, db: Database, admin_key: CreatedKey, dialect: str
 ) -> None:
-    with agent_server(RIGHT) as agents:
+    with serve(*agent_suite(RIGHT)) as agents:
         async with app_client(settings, db, workers=False) as client:
             run_id = await _push_run(client, admin_key, agents.url("/neens"))
         async with db.write() as s:  # nothing about an item can be recorded any more
@@ -122,14 +122,14 @@ async def test_a_push_job_that_fails_for_good_fails_its_run_with_the_reason(
     assert f"its push job failed {jobs.MAX_ATTEMPTS} times" in done["error"], done
     assert "items are read-only today" in done["error"], done
     assert done["waitingFor"] is None
-    assert Counter(body["input"] for _, body in agents.requests) == dict.fromkeys(RIGHT, 1)
+    assert Counter(call.body["input"] for call in agents.calls) == dict.fromkeys(RIGHT, 1)
 
 
 async def test_the_sweep_fails_a_run_whose_job_failed_for_good_unnoticed(
     settings: Settings, db: Database, admin_key: CreatedKey
 ) -> None:
     """The worker died between failing the job and failing its run."""
-    with agent_server(RIGHT) as agents:
+    with serve(*agent_suite(RIGHT)) as agents:
         async with app_client(settings, db, workers=False) as client:
             run_id = await _push_run(client, admin_key, agents.url("/neens"))
             waiting = (await _detail(client, admin_key, run_id))["waitingFor"]
@@ -146,13 +146,13 @@ async def test_the_sweep_fails_a_run_whose_job_failed_for_good_unnoticed(
     assert "no worker has claimed it" in waiting["message"]
     assert done["status"] == "failed"
     assert "RuntimeError: disk on fire" in done["error"]
-    assert agents.requests == []
+    assert agents.calls == []
 
 
 async def test_the_sweep_queues_again_a_push_run_whose_job_was_lost(
     settings: Settings, db: Database, admin_key: CreatedKey
 ) -> None:
-    with agent_server(RIGHT) as agents:
+    with serve(*agent_suite(RIGHT)) as agents:
         async with app_client(settings, db, workers=False) as client:
             run_id = await _push_run(client, admin_key, agents.url("/neens"))
         async with db.write() as s:
@@ -164,7 +164,7 @@ async def test_the_sweep_queues_again_a_push_run_whose_job_was_lost(
     assert waiting["on"] == "worker" and waiting["job"] is None
     assert "no job is working on this run" in waiting["message"]
     assert done["status"] == "completed"
-    assert Counter(body["input"] for _, body in agents.requests) == dict.fromkeys(RIGHT, 1)
+    assert Counter(call.body["input"] for call in agents.calls) == dict.fromkeys(RIGHT, 1)
 
 
 async def test_the_sweep_queues_again_scoring_that_was_lost(
@@ -204,7 +204,7 @@ async def test_a_runner_run_waiting_for_traces_is_left_alone(
 async def test_the_run_detail_says_when_a_job_lost_its_worker_or_waits_for_a_retry(
     settings: Settings, db: Database, admin_key: CreatedKey
 ) -> None:
-    with agent_server(RIGHT) as agents:
+    with serve(*agent_suite(RIGHT)) as agents:
         async with app_client(settings, db, workers=False) as client:
             run_id = await _push_run(client, admin_key, agents.url("/neens"))
             claimed = await jobs.claim(db, "worker-that-died", lease_s=-3.0)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from neens.demo.endpoints import DEFAULT_ANSWER, agent_suite, refused_url, serve
 from neens.store.keys import CreatedKey
-from tests.support.agents import DEFAULT_ANSWER, agent_server, dead_url
 from tests.support.preprod import (
     auth,
     connection,
@@ -29,7 +29,7 @@ async def test_a_push_run_calls_the_agent_once_per_item_and_scores_every_answer(
     client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
     dataset_id, version_id = await golden_dataset(client, admin_key, ITEMS)
-    with agent_server(RIGHT) as agents:
+    with serve(*agent_suite(RIGHT)) as agents:
         conn = await connection(client, admin_key, agents.url("/neens"), model="claude-haiku-4-5")
         run = await create_run(
             client,
@@ -47,7 +47,7 @@ async def test_a_push_run_calls_the_agent_once_per_item_and_scores_every_answer(
     assert done["status"] == "completed"
     assert done["counts"] == {"pending": 0, "captured": 0, "scored": 3, "error": 0}
     # One call per item, with the correlation ids of the neens request format.
-    bodies = [body for path, body in agents.requests]
+    bodies = [call.body for call in agents.calls]
     assert sorted(b["input"] for b in bodies) == sorted(RIGHT)
     assert {b["eval_run_id"] for b in bodies} == {run["id"]}
     assert {b["version_label"] for b in bodies} == {"pr-482"}
@@ -69,7 +69,7 @@ async def test_the_chat_format_sends_the_frozen_model_and_reads_usage_for_cost(
 ) -> None:
     dataset_id, _ = await golden_dataset(client, admin_key, ITEMS[:1])
     usage = {"prompt_tokens": 1000, "completion_tokens": 200}
-    with agent_server(RIGHT, usage=usage) as agents:
+    with serve(*agent_suite(RIGHT, usage=usage)) as agents:
         conn = await connection(
             client, admin_key, agents.url("/chat"), requestFormat="chat", model="gpt-4o"
         )
@@ -81,7 +81,7 @@ async def test_the_chat_format_sends_the_frozen_model_and_reads_usage_for_cost(
             agent_connection_id=conn,
         )
         await wait_for_run(client, admin_key, run["id"])
-    [(_, body)] = agents.requests
+    [body] = [call.body for call in agents.calls]
     assert body == {"model": "gpt-4o", "messages": [{"role": "user", "content": ITEMS[0]["input"]}]}
     [item] = await items_of(client, admin_key, run["id"])
     session = (await client.get(f"/sessions/{item['session_id']}", headers=auth(admin_key))).json()
@@ -93,7 +93,7 @@ async def test_editing_the_connection_later_does_not_change_a_runs_model(
     client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
     dataset_id, _ = await golden_dataset(client, admin_key, ITEMS[:1])
-    conn = await connection(client, admin_key, dead_url(), model="claude-haiku-4-5")
+    conn = await connection(client, admin_key, refused_url(), model="claude-haiku-4-5")
     run = await create_run(
         client, admin_key, dataset_id=dataset_id, runner_mode="push", agent_connection_id=conn
     )
@@ -109,7 +109,7 @@ async def test_a_connection_without_a_model_records_null_never_a_guess(
     client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
     dataset_id, _ = await golden_dataset(client, admin_key, ITEMS[:1])
-    conn = await connection(client, admin_key, dead_url())
+    conn = await connection(client, admin_key, refused_url())
     run = await create_run(
         client, admin_key, dataset_id=dataset_id, runner_mode="push", agent_connection_id=conn
     )
@@ -131,7 +131,7 @@ async def test_a_misbehaving_endpoint_errors_each_item_with_its_reason_and_fails
     client: httpx.AsyncClient, admin_key: CreatedKey, path: str, reason: str
 ) -> None:
     dataset_id, _ = await golden_dataset(client, admin_key, ITEMS[:2])
-    with agent_server(RIGHT) as agents:
+    with serve(*agent_suite(RIGHT)) as agents:
         done = run = await push_through(client, admin_key, dataset_id, agents.url(path))
     assert done["status"] == "failed"
     assert done["error"]
@@ -146,7 +146,7 @@ async def test_a_dead_endpoint_fails_the_run_and_the_server_keeps_serving(
     client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
     dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
-    conn = await connection(client, admin_key, dead_url())
+    conn = await connection(client, admin_key, refused_url())
     run = await create_run(
         client, admin_key, dataset_id=dataset_id, runner_mode="push", agent_connection_id=conn
     )
@@ -162,7 +162,7 @@ async def test_a_flaky_endpoint_costs_only_the_items_it_failed(
 ) -> None:
     fourth = {"input": "4th", "expected_output": DEFAULT_ANSWER}
     dataset_id, _ = await golden_dataset(client, admin_key, [*ITEMS, fourth])
-    with agent_server(RIGHT) as agents:
+    with serve(*agent_suite(RIGHT)) as agents:
         done = run = await push_through(client, admin_key, dataset_id, agents.url("/flaky"))
     items = await items_of(client, admin_key, run["id"])
     statuses = sorted(i["status"] for i in items)
@@ -175,7 +175,7 @@ async def test_answer_path_reads_the_answer_elsewhere(
     client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
     dataset_id, _ = await golden_dataset(client, admin_key, ITEMS[:1])
-    with agent_server(RIGHT) as agents:
+    with serve(*agent_suite(RIGHT)) as agents:
         done = run = await push_through(
             client,
             admin_key,
@@ -195,9 +195,9 @@ async def test_a_prompt_is_truncated_at_200000_characters_on_the_way_out(
     dataset_id, _ = await golden_dataset(
         client, admin_key, [{"input": huge, "expected_output": "x"}]
     )
-    with agent_server() as agents:
+    with serve(*agent_suite()) as agents:
         run = await push_through(client, admin_key, dataset_id, agents.url("/neens"))
-    [(_, body)] = agents.requests
+    [body] = [call.body for call in agents.calls]
     assert body["input"] == huge[:200_000]
     # The run's frozen item keeps the whole prompt.
     [item] = await items_of(client, admin_key, run["id"])

@@ -8,12 +8,12 @@ from contextlib import asynccontextmanager
 import httpx
 
 from neens.api.app import create_app
+from neens.demo.endpoints import agent_suite, serve
 from neens.settings import Settings
 from neens.store import jobs
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from neens.store.runs import mark_item_error
-from tests.support.agents import agent_server
 from tests.support.preprod import (
     auth,
     connection,
@@ -39,7 +39,7 @@ async def app_client(settings: Settings, db: Database) -> AsyncIterator[httpx.As
 async def test_a_push_run_whose_worker_died_is_resumed_calling_only_the_pending_items(
     settings: Settings, db: Database, admin_key: CreatedKey
 ) -> None:
-    with agent_server(RIGHT) as agents:
+    with serve(*agent_suite(RIGHT)) as agents:
         # First server: it accepts the run, then "dies" holding the job.
         first = settings.model_copy(update={"workers_in_process": False})
         async with app_client(first, db) as client:
@@ -63,7 +63,7 @@ async def test_a_push_run_whose_worker_died_is_resumed_calling_only_the_pending_
             done = await wait_for_run(client, admin_key, run["id"])
             final = await items_of(client, admin_key, run["id"])
     assert done["status"] == "completed"
-    called = sorted(body["input"] for _, body in agents.requests)
+    called = sorted(call.body["input"] for call in agents.calls)
     assert called == [f"q{n}" for n in range(1, 5)]
     assert [i["status"] for i in final] == ["error", "scored", "scored", "scored", "scored"]
     assert final[0]["error"] == "endpoint timed out"

@@ -23,10 +23,10 @@ import pytest
 import yaml
 
 from neens.api.app import create_app
+from neens.demo.endpoints import agent_suite, serve
 from neens.settings import Settings
 from neens.store.keys import CreatedKey
 from tests.support.agent_cmd import ANSWERS
-from tests.support.agents import agent_server
 from tests.support.live import LiveServer, free_port, serve_in_thread
 
 pytestmark = pytest.mark.e2e
@@ -753,7 +753,8 @@ def test_a_bad_policy_is_a_usage_error_naming_the_rule_and_creates_no_run(
 
 def test_push_creates_a_run_neens_drives_and_exits_with_its_gate(neens: Neens) -> None:
     dataset = neens.golden()
-    with agent_server(ANSWERS) as agents, neens.admin_api() as api:
+    answers = dict(ANSWERS)
+    with serve(*agent_suite(answers)) as agents, neens.admin_api() as api:
         connection = api.post(
             "/agent-connections",
             json={"name": "support", "url": agents.url("/neens"), "requestFormat": "neens"},
@@ -762,13 +763,13 @@ def test_push_creates_a_run_neens_drives_and_exits_with_its_gate(neens: Neens) -
                 "--min-pass-rate", "0.9", "--max-regressions", "0", "--json"]  # fmt: skip
 
         good = neens.neens(*push, "--version-label", "v1")
-        agents.answers[ORDER] = "No idea, sorry."
+        answers[ORDER] = "No idea, sorry."
         bad = neens.neens(*push, "--version-label", "v2", "--min-avg-score", "0.95")
 
     assert good.code == 0, good.stderr
     assert good.json["mode"] == "push"
     assert good.json["verdict"] == "passed"
-    assert len(agents.requests) == 6
+    assert len(agents.calls) == 6
     assert bad.code == 1, bad.stderr
     reasons = bad.json["reasons"]
     assert any(reason.startswith("server gate: pass rate") for reason in reasons)

@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 import pytest
 
+from neens.demo.endpoints import ChatModel, Reply, serve_one
 from neens.store.keys import CreatedKey
-from tests.support.fake_openai import Reply, fake_openai
 from tests.support.live import LiveServer
 
 pytestmark = pytest.mark.e2e
@@ -185,9 +185,9 @@ def test_each_instrumentation_gives_the_same_session_and_passes_its_run(
             "neens.dataset_item_id": item_id,
             "neens.version_label": "local-test",
         }
-        with fake_openai(_provider) as provider:
+        with serve_one(ChatModel(_provider)) as provider:
             trace_id = _run_agent(mode, live_server, key, provider.base_url, tags)
-            assert len(provider.requests) == 2
+            assert len(provider.calls) == 2
 
         session = _session(live_server, key, trace_id, steps=3)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from neens.demo.endpoints import ChatModel, Reply, chat_completion, refused_url, serve_one
 from neens.domain.judges import JudgeCase
 from neens.engine.llm_judge import (
     SCORE_SYSTEM_PROMPT,
@@ -16,8 +17,6 @@ from neens.engine.llm_judge import (
     judge_with_llm,
 )
 from neens.errors import Unprocessable
-from tests.support.fake_openai import Reply, fake_openai
-from tests.support.live import free_port
 
 TEMPLATE = 'Question: {input}\nAnswer: {output}\nReference: {expected_output}\nReply {"score": x}'
 CASE = JudgeCase(input="What is 2+2?", output="4", expected_output="four")
@@ -37,7 +36,7 @@ def endpoint(base_url: str, **overrides: Any) -> LlmEndpoint:
 
 async def test_a_good_reply_gives_a_scored_verdict_keeping_prompt_and_reply() -> None:
     reply = '{"score": 0.9, "reason": "correct, spelled as a digit"}'
-    with fake_openai(reply=reply) as server:
+    with serve_one(ChatModel(reply)) as server:
         verdict = await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)
     assert verdict.score == 0.9 and verdict.reason == "correct, spelled as a digit"
     assert verdict.prompt == PROMPT and verdict.raw_reply == reply
@@ -45,9 +44,9 @@ async def test_a_good_reply_gives_a_scored_verdict_keeping_prompt_and_reply() ->
 
 
 async def test_the_request_is_one_deterministic_chat_completion() -> None:
-    with fake_openai(reply='{"score": 1}') as server:
+    with serve_one(ChatModel('{"score": 1}')) as server:
         await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)
-    [request] = server.requests
+    [request] = server.calls
     assert request.body["model"] == "judge-model"
     assert request.body["temperature"] == 0
     assert "max_tokens" not in request.body
@@ -59,11 +58,11 @@ async def test_the_request_is_one_deterministic_chat_completion() -> None:
 
 
 async def test_the_api_key_and_max_tokens_are_sent_when_given() -> None:
-    with fake_openai(reply='{"score": 1}') as server:
+    with serve_one(ChatModel('{"score": 1}')) as server:
         config = endpoint(server.base_url, api_key="sk-test", max_tokens=64)
         await judge_with_llm(config, "{output}", CASE)
-    assert server.requests[0].headers["authorization"] == "Bearer sk-test"
-    assert server.requests[0].body["max_tokens"] == 64
+    assert server.calls[0].headers["authorization"] == "Bearer sk-test"
+    assert server.calls[0].body["max_tokens"] == 64
 
 
 async def test_the_reply_may_depend_on_the_prompt() -> None:
@@ -71,7 +70,7 @@ async def test_the_reply_may_depend_on_the_prompt() -> None:
         right = "Answer: 4" in body["messages"][-1]["content"]
         return f"Score: {1 if right else 0}\nReason: checked the digit"
 
-    with fake_openai(reply=grade) as server:
+    with serve_one(ChatModel(grade)) as server:
         right = await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)
         wrong = await judge_with_llm(
             endpoint(server.base_url), TEMPLATE, JudgeCase("What is 2+2?", "5", "four")
@@ -80,7 +79,7 @@ async def test_the_reply_may_depend_on_the_prompt() -> None:
 
 
 async def test_a_malformed_reply_is_unscored_not_zero() -> None:
-    with fake_openai(reply="I think the answer is quite good!") as server:
+    with serve_one(ChatModel("I think the answer is quite good!")) as server:
         verdict = await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)
     assert verdict.score is None and verdict.unscored_reason == "grade_parse_failure"
     assert verdict.raw_reply == "I think the answer is quite good!"
@@ -88,7 +87,7 @@ async def test_a_malformed_reply_is_unscored_not_zero() -> None:
 
 
 async def test_an_out_of_range_score_is_unscored() -> None:
-    with fake_openai(reply='{"score": 8, "reason": "out of 10"}') as server:
+    with serve_one(ChatModel('{"score": 8, "reason": "out of 10"}')) as server:
         verdict = await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)
     assert verdict.unscored_reason == "grade_parse_failure"
 
@@ -97,29 +96,29 @@ async def test_an_out_of_range_score_is_unscored() -> None:
 
 
 async def test_a_server_error_is_retried_then_unscored_as_a_failed_call() -> None:
-    with fake_openai(reply=Reply(status=500)) as server:
+    with serve_one(ChatModel(Reply(status=500))) as server:
         verdict = await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)
     assert verdict.score is None and verdict.unscored_reason == "judge_call_failed"
     assert "500" in verdict.reason and verdict.prompt == PROMPT and verdict.raw_reply is None
-    assert len(server.requests) == 3
+    assert len(server.calls) == 3
 
 
 async def test_a_client_error_is_not_retried() -> None:
-    with fake_openai(reply=Reply(status=401)) as server:
+    with serve_one(ChatModel(Reply(status=401))) as server:
         verdict = await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)
     assert verdict.unscored_reason == "judge_call_failed" and "401" in verdict.reason
-    assert len(server.requests) == 1
+    assert len(server.calls) == 1
 
 
 async def test_a_recovering_server_is_retried_until_it_answers() -> None:
-    replies = [Reply(status=503), Reply(content='{"score": 0.5}')]
-    with fake_openai(reply=lambda _: replies.pop(0)) as server:
+    replies = [Reply(503), '{"score": 0.5}']
+    with serve_one(ChatModel(lambda _: replies.pop(0))) as server:
         verdict = await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)
-    assert verdict.score == 0.5 and len(server.requests) == 2
+    assert verdict.score == 0.5 and len(server.calls) == 2
 
 
 async def test_a_hung_server_is_unscored_within_the_timeout() -> None:
-    with fake_openai(reply=Reply(content='{"score": 1}', delay_s=30)) as server:
+    with serve_one(ChatModel('{"score": 1}', latency_s=30)) as server:
         started = time.monotonic()
         verdict = await judge_with_llm(endpoint(server.base_url, timeout_s=0.5), TEMPLATE, CASE)
         elapsed = time.monotonic() - started
@@ -130,16 +129,16 @@ async def test_a_hung_server_is_unscored_within_the_timeout() -> None:
 
 async def test_the_timeout_bounds_the_retries_too() -> None:
     slow_failure = Reply(status=500, delay_s=0.3)
-    with fake_openai(reply=slow_failure) as server:
+    with serve_one(ChatModel(slow_failure)) as server:
         started = time.monotonic()
         verdict = await judge_with_llm(endpoint(server.base_url, timeout_s=0.5), TEMPLATE, CASE)
         elapsed = time.monotonic() - started
     assert verdict.unscored_reason == "judge_call_failed"
-    assert elapsed < 1.5 and len(server.requests) == 2
+    assert elapsed < 1.5 and len(server.calls) == 2
 
 
 async def test_an_unreachable_endpoint_is_unscored_as_a_failed_call() -> None:
-    url = f"http://127.0.0.1:{free_port()}/v1"
+    url = refused_url("/v1")
     verdict = await judge_with_llm(endpoint(url), TEMPLATE, CASE)
     assert verdict.unscored_reason == "judge_call_failed"
     assert "APIConnectionError" in verdict.reason
@@ -148,21 +147,23 @@ async def test_an_unreachable_endpoint_is_unscored_as_a_failed_call() -> None:
 @pytest.mark.parametrize(
     ("reply", "words"),
     [
-        (Reply(no_choices=True), "no choices"),
-        (Reply(content=None), "no message text"),
+        (Reply(body=chat_completion("", model="m", choices=[])), "no choices"),
+        (None, "no message text"),
         (Reply(body={"choices": [{"message": {"content": 5}}]}), "no message text"),
         (Reply(body="<html>gateway</html>"), "not a chat completion"),
         (Reply(body=[1, 2]), "not a chat completion"),
     ],
 )
-async def test_a_response_without_reply_text_is_a_failed_call(reply: Reply, words: str) -> None:
-    with fake_openai(reply=reply) as server:
+async def test_a_response_without_reply_text_is_a_failed_call(
+    reply: Reply | None, words: str
+) -> None:
+    with serve_one(ChatModel(reply)) as server:
         verdict = await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)
     assert verdict.unscored_reason == "judge_call_failed" and words in verdict.reason
 
 
 async def test_an_empty_reply_text_is_a_parse_failure_not_a_failed_call() -> None:
-    with fake_openai(reply="") as server:
+    with serve_one(ChatModel("")) as server:
         verdict = await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)
     assert verdict.unscored_reason == "grade_parse_failure" and verdict.raw_reply == ""
 
@@ -171,50 +172,50 @@ async def test_an_empty_reply_text_is_a_parse_failure_not_a_failed_call() -> Non
 
 
 async def test_a_case_without_output_is_unscored_without_calling_the_model() -> None:
-    with fake_openai(reply='{"score": 0}') as server:
+    with serve_one(ChatModel('{"score": 0}')) as server:
         verdict = await judge_with_llm(
             endpoint(server.base_url), TEMPLATE, JudgeCase("q", None, "four")
         )
-    assert verdict.unscored_reason == "no_output" and server.requests == []
+    assert verdict.unscored_reason == "no_output" and server.calls == []
 
 
 async def test_a_template_needing_a_reference_is_not_sent_without_one() -> None:
-    with fake_openai(reply='{"score": 0}') as server:
+    with serve_one(ChatModel('{"score": 0}')) as server:
         without_reference = JudgeCase("q", "4", None)
         verdict = await judge_with_llm(endpoint(server.base_url), TEMPLATE, without_reference)
         judged = await judge_with_llm(endpoint(server.base_url), "{output}", without_reference)
     assert verdict.unscored_reason == "no_expected_output"
-    assert judged.score == 0.0 and len(server.requests) == 1
+    assert judged.score == 0.0 and len(server.calls) == 1
 
 
 async def test_a_template_without_the_output_raises_before_any_call() -> None:
-    with fake_openai(reply='{"score": 1}') as server:
+    with serve_one(ChatModel('{"score": 1}')) as server:
         with pytest.raises(Unprocessable) as caught:
             await judge_with_llm(endpoint(server.base_url), "Rate {input}", CASE)
-    assert caught.value.field == "template" and server.requests == []
+    assert caught.value.field == "template" and server.calls == []
 
 
 # --- classifying ----------------------------------------------------------------------------
 
 
 async def test_a_classifier_gets_its_labels_and_returns_the_canonical_one() -> None:
-    with fake_openai(reply='{"label": "Partially Correct", "reason": "close"}') as server:
+    with serve_one(ChatModel('{"label": "Partially Correct", "reason": "close"}')) as server:
         verdict = await classify_with_llm(endpoint(server.base_url), TEMPLATE, LABELS, CASE)
     assert (verdict.label, verdict.score, verdict.reason) == ("partially correct", None, "close")
     assert verdict.prompt == PROMPT
-    system = server.requests[0].body["messages"][0]["content"]
+    system = server.calls[0].body["messages"][0]["content"]
     assert system == classifier_system_prompt(LABELS)
     assert '"correct", "partially correct", "wrong"' in system
 
 
 async def test_a_classifier_reply_outside_the_labels_is_unscored() -> None:
-    with fake_openai(reply="maybe") as server:
+    with serve_one(ChatModel("maybe")) as server:
         verdict = await classify_with_llm(endpoint(server.base_url), TEMPLATE, LABELS, CASE)
     assert verdict.unscored_reason == "label_parse_failure" and verdict.raw_reply == "maybe"
 
 
 async def test_a_classifier_call_failure_is_unscored() -> None:
-    with fake_openai(reply=Reply(status=502)) as server:
+    with serve_one(ChatModel(Reply(status=502))) as server:
         verdict = await classify_with_llm(endpoint(server.base_url), TEMPLATE, LABELS, CASE)
     assert verdict.unscored_reason == "judge_call_failed" and verdict.label is None
 

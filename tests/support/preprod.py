@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
+from neens.demo.endpoints import agent_suite, serve
 from neens.store.keys import CreatedKey
-from tests.support.agents import agent_server
 
 TERMINAL = {"completed", "completed_with_regressions", "failed", "cancelled"}
 
@@ -106,6 +106,6 @@ async def push_run(
         fields["model"] = model
     if usage is not None:
         fields["requestFormat"] = "chat"
-    with agent_server(answers, usage=usage) as agents:
+    with serve(*agent_suite(answers, usage=usage)) as agents:
         url = agents.url("/chat" if usage is not None else "/neens")
         return await push_through(client, key, dataset_id, url, connection_fields=fields, **body)

@@ -1,4 +1,8 @@
-"""Fixtures for the neens-eval tests: standard library and pytest only, like the SDK itself."""
+"""Fixtures for the neens-eval tests.
+
+The SDK itself is standard library only; its tests also use the platform's simulated endpoints
+(`neens.demo.endpoints`) as a loopback stand-in for the Neens server.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from neens_eval_fakes import FakeNeens, running_fake_neens
+from neens.demo.endpoints import Scripted, serve_one
 
 from neens_eval import cli, client
 
@@ -29,9 +33,9 @@ def isolated(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def fake_neens() -> Iterator[FakeNeens]:
-    """A loopback stand-in for the Neens server; see neens_eval_fakes.py."""
-    with running_fake_neens() as fake:
+def fake_neens() -> Iterator[Scripted]:
+    """A loopback stand-in for the Neens server, scripted per test with its documented answers."""
+    with serve_one(Scripted()) as fake:
         yield fake
 
 
@@ -45,7 +49,7 @@ def closed_port() -> int:
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, fake_neens: FakeNeens) -> FakeNeens:
+def env(monkeypatch: pytest.MonkeyPatch, fake_neens: Scripted) -> Scripted:
     """The CLI configured through its environment variables to talk to `fake_neens`."""
     monkeypatch.setenv("NEENS_BASE_URL", fake_neens.url)
     monkeypatch.setenv("NEENS_API_KEY", "nk_live_test")

@@ -1,6 +1,6 @@
 """`neens_eval.client`: request shape, retries, and how answers map onto the error tree.
 
-The HTTP side runs against `fake_neens` (conftest.py), a loopback `http.server` standing in for
+The HTTP side runs against `fake_neens` (conftest.py), a loopback server standing in for
 the Neens server's documented wire contract; end-to-end tests against the real server are
 written separately.
 """
@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from neens_eval_fakes import FakeNeens, Reply, running_fake_neens
+from neens.demo.endpoints import Reply, Scripted, serve
 
 import neens_eval
 from neens_eval.client import Client, RetryNotice, RetryPolicy
@@ -20,11 +20,11 @@ from neens_eval.errors import ApiError, AuthError, ConfigError, NeensClientError
 FAST = RetryPolicy(attempts=3, backoff=0.0)
 
 
-def make_client(fake: FakeNeens, timeout: float = 5.0) -> Client:
+def make_client(fake: Scripted, timeout: float = 5.0) -> Client:
     return Client(fake.url, "nk_live_secret", timeout, retry=FAST)
 
 
-def test_get_sends_key_version_and_query(fake_neens: FakeNeens) -> None:
+def test_get_sends_key_version_and_query(fake_neens: Scripted) -> None:
     fake_neens.reply("GET", "/datasets", Reply(200, {"datasets": []}))
 
     answer = make_client(fake_neens).get(
@@ -32,7 +32,7 @@ def test_get_sends_key_version_and_query(fake_neens: FakeNeens) -> None:
     )
 
     assert answer == {"datasets": []}
-    [request] = fake_neens.requests
+    [request] = fake_neens.calls
     assert request.query == {"name": ["support & golden"], "limit": ["5"], "golden": ["true"]}
     assert request.headers["authorization"] == "Bearer nk_live_secret"
     assert request.headers["content-type"] == "application/json"
@@ -41,78 +41,78 @@ def test_get_sends_key_version_and_query(fake_neens: FakeNeens) -> None:
 
 
 @pytest.mark.parametrize("method", ["post", "put"])
-def test_post_and_put_send_the_body_as_utf8_json(fake_neens: FakeNeens, method: str) -> None:
+def test_post_and_put_send_the_body_as_utf8_json(fake_neens: Scripted, method: str) -> None:
     fake_neens.reply(method.upper(), "/things/1", Reply(201, {"id": "t_1"}))
     body = {"input": "Où est ma commande ?", "n": [1, 2.5, None]}
 
     answer = getattr(make_client(fake_neens), method)("/things/1", body)
 
     assert answer == {"id": "t_1"}
-    [request] = fake_neens.requests
+    [request] = fake_neens.calls
     assert (request.method, request.path, request.body) == (method.upper(), "/things/1", body)
     assert request.headers["authorization"] == "Bearer nk_live_secret"
 
 
-def test_base_url_path_prefix_and_trailing_slash_are_kept(fake_neens: FakeNeens) -> None:
+def test_base_url_path_prefix_and_trailing_slash_are_kept(fake_neens: Scripted) -> None:
     fake_neens.reply("GET", "/api/datasets", Reply(200, {"ok": True}))
     client = Client(fake_neens.url + "/api/", "k", retry=FAST)
     assert client.get("/datasets") == {"ok": True}
 
 
-def test_empty_answer_is_none(fake_neens: FakeNeens) -> None:
+def test_empty_answer_is_none(fake_neens: Scripted) -> None:
     fake_neens.reply("PUT", "/x", Reply(204))
     assert make_client(fake_neens).put("/x", {}) is None
 
 
-def test_gateway_errors_are_retried_until_an_answer(fake_neens: FakeNeens) -> None:
+def test_gateway_errors_are_retried_until_an_answer(fake_neens: Scripted) -> None:
     fake_neens.reply("GET", "/x", Reply(503), Reply(502), Reply(200, {"ok": True}))
 
     assert make_client(fake_neens).get("/x") == {"ok": True}
-    assert len(fake_neens.requests) == 3
+    assert len(fake_neens.calls) == 3
 
 
-def test_persistent_gateway_errors_become_unreachable(fake_neens: FakeNeens) -> None:
+def test_persistent_gateway_errors_become_unreachable(fake_neens: Scripted) -> None:
     fake_neens.reply("GET", "/x", Reply(504))
 
     with pytest.raises(Unreachable) as caught:
         make_client(fake_neens).get("/x")
 
-    assert len(fake_neens.requests) == FAST.attempts
+    assert len(fake_neens.calls) == FAST.attempts
     assert caught.value.exit_code == 3
     assert "after 3 attempts over 0 s (HTTP 504" in str(caught.value)
 
 
-def test_post_is_retried_on_503_which_means_it_was_not_processed(fake_neens: FakeNeens) -> None:
+def test_post_is_retried_on_503_which_means_it_was_not_processed(fake_neens: Scripted) -> None:
     fake_neens.reply("POST", "/x", Reply(503), Reply(201, {"id": "x_1"}))
 
     assert make_client(fake_neens).post("/x", {}) == {"id": "x_1"}
-    assert len(fake_neens.requests) == 2
+    assert len(fake_neens.calls) == 2
 
 
 @pytest.mark.parametrize("status", [502, 504])
 def test_post_is_not_retried_when_it_may_have_been_applied(
-    fake_neens: FakeNeens, status: int
+    fake_neens: Scripted, status: int
 ) -> None:
     fake_neens.reply("POST", "/x", Reply(status), Reply(201, {"id": "x_1"}))
 
     with pytest.raises(Unreachable, match="may or may not have been applied"):
         make_client(fake_neens).post("/x", {})
-    assert len(fake_neens.requests) == 1
+    assert len(fake_neens.calls) == 1
 
 
-def test_get_is_retried_after_a_timeout(fake_neens: FakeNeens) -> None:
-    fake_neens.reply("GET", "/slow", Reply(200, {"late": True}, delay=1.0), Reply(200, {"ok": 1}))
+def test_get_is_retried_after_a_timeout(fake_neens: Scripted) -> None:
+    fake_neens.reply("GET", "/slow", Reply(200, {"late": True}, delay_s=1.0), Reply(200, {"ok": 1}))
 
     assert make_client(fake_neens, timeout=0.2).get("/slow") == {"ok": 1}
-    assert len(fake_neens.requests) == 2
+    assert len(fake_neens.calls) == 2
 
 
-def test_post_is_not_retried_after_a_timeout(fake_neens: FakeNeens) -> None:
-    fake_neens.reply("POST", "/slow", Reply(201, {"late": True}, delay=1.0), Reply(201, {}))
+def test_post_is_not_retried_after_a_timeout(fake_neens: Scripted) -> None:
+    fake_neens.reply("POST", "/slow", Reply(201, {"late": True}, delay_s=1.0), Reply(201, {}))
 
     with pytest.raises(Unreachable, match=r"POST /slow \(timed out\).*may or may not"):
         make_client(fake_neens, timeout=0.2).post("/slow", {})
-    assert len(fake_neens.requests) == 1
+    assert len(fake_neens.calls) == 1
 
 
 @pytest.mark.parametrize("method", ["get", "post"])
@@ -128,7 +128,7 @@ def test_refused_connection_is_retried_then_unreachable(closed_port: int, method
     assert "check NEENS_BASE_URL" in message
 
 
-def test_401_is_an_auth_error_saying_what_to_check(fake_neens: FakeNeens) -> None:
+def test_401_is_an_auth_error_saying_what_to_check(fake_neens: Scripted) -> None:
     body = {"error": {"code": "not_authenticated", "message": "Unknown API key."}}
     fake_neens.reply("GET", "/x", Reply(401, body))
 
@@ -144,10 +144,10 @@ def test_401_is_an_auth_error_saying_what_to_check(fake_neens: FakeNeens) -> Non
     )
     assert error.exit_code == 2
     assert str(error) == "Unknown API key. [HTTP 401 not_authenticated]; check NEENS_API_KEY"
-    assert len(fake_neens.requests) == 1
+    assert len(fake_neens.calls) == 1
 
 
-def test_403_is_an_auth_error_about_the_role(fake_neens: FakeNeens) -> None:
+def test_403_is_an_auth_error_about_the_role(fake_neens: Scripted) -> None:
     body = {"error": {"code": "forbidden", "message": "This key may only read."}}
     fake_neens.reply("POST", "/x", Reply(403, body))
 
@@ -155,7 +155,7 @@ def test_403_is_an_auth_error_about_the_role(fake_neens: FakeNeens) -> None:
         make_client(fake_neens).post("/x", {})
 
 
-def test_422_names_the_field_on_one_line(fake_neens: FakeNeens) -> None:
+def test_422_names_the_field_on_one_line(fake_neens: Scripted) -> None:
     body = {
         "error": {
             "code": "unprocessable",
@@ -175,18 +175,18 @@ def test_422_names_the_field_on_one_line(fake_neens: FakeNeens) -> None:
     )
 
 
-def test_500_is_not_retried_and_exits_3(fake_neens: FakeNeens) -> None:
-    fake_neens.reply("GET", "/x", Reply(500, raw=b"<html>Internal Server Error</html>"))
+def test_500_is_not_retried_and_exits_3(fake_neens: Scripted) -> None:
+    fake_neens.reply("GET", "/x", Reply(500, body=b"<html>Internal Server Error</html>"))
 
     with pytest.raises(ApiError) as caught:
         make_client(fake_neens).get("/x")
 
-    assert len(fake_neens.requests) == 1
+    assert len(fake_neens.calls) == 1
     assert (caught.value.status, caught.value.code, caught.value.exit_code) == (500, "http_500", 3)
     assert "Internal Server Error" in str(caught.value)  # the status line's reason
 
 
-def test_redirects_are_not_followed(fake_neens: FakeNeens) -> None:
+def test_redirects_are_not_followed(fake_neens: Scripted) -> None:
     fake_neens.reply("GET", "/x", Reply(301, headers={"Location": "https://elsewhere.test/x"}))
 
     with pytest.raises(ApiError) as caught:
@@ -195,23 +195,23 @@ def test_redirects_are_not_followed(fake_neens: FakeNeens) -> None:
     assert caught.value.code == "redirect"
     assert "https://elsewhere.test/x" in str(caught.value)
     assert "NEENS_BASE_URL" in str(caught.value)
-    assert len(fake_neens.requests) == 1
+    assert len(fake_neens.calls) == 1
 
 
-def test_a_non_json_success_means_the_wrong_server(fake_neens: FakeNeens) -> None:
-    fake_neens.reply("GET", "/x", Reply(200, raw=b"<html>hello</html>"))
+def test_a_non_json_success_means_the_wrong_server(fake_neens: Scripted) -> None:
+    fake_neens.reply("GET", "/x", Reply(200, body=b"<html>hello</html>"))
 
     with pytest.raises(ApiError, match="not JSON; check that NEENS_BASE_URL") as caught:
         make_client(fake_neens).get("/x")
     assert caught.value.code == "invalid_response"
 
 
-def test_from_env_reads_both_variables(fake_neens: FakeNeens) -> None:
+def test_from_env_reads_both_variables(fake_neens: Scripted) -> None:
     fake_neens.reply("GET", "/x", Reply(200, {"ok": True}))
     client = Client.from_env({"NEENS_BASE_URL": fake_neens.url, "NEENS_API_KEY": " nk_1\n"})
 
     assert client.get("/x") == {"ok": True}
-    assert fake_neens.requests[0].headers["authorization"] == "Bearer nk_1"
+    assert fake_neens.calls[0].headers["authorization"] == "Bearer nk_1"
 
 
 @pytest.mark.parametrize(
@@ -263,7 +263,7 @@ def test_error_body_of_another_shape_falls_back_to_the_status_line() -> None:
 
 def test_a_server_that_comes_back_within_the_retry_window_is_reached(closed_port: int) -> None:
     """A restart: nothing listens for a while, then the server answers on the same port."""
-    fake = FakeNeens()
+    fake = Scripted()
     fake.reply("GET", "/x", Reply(200, {"back": True}))
     client = Client(
         f"http://127.0.0.1:{closed_port}",
@@ -275,7 +275,7 @@ def test_a_server_that_comes_back_within_the_retry_window_is_reached(closed_port
 
     def restart() -> None:
         time.sleep(1.0)
-        with running_fake_neens(fake, port=closed_port):
+        with serve(fake, port=closed_port):
             time.sleep(5.0)
 
     thread = threading.Thread(target=restart, daemon=True)

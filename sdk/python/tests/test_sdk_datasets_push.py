@@ -1,6 +1,6 @@
 """`neens datasets push`: the JSONL checks, the requests it makes, its output and exit codes.
 
-The server side is `fake_neens` (neens_eval_fakes.py), a loopback stand-in for the Neens
+The server side is `fake_neens` (conftest.py), a loopback stand-in for the Neens
 server's documented wire contract; end-to-end tests against the real server are written
 separately.
 """
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from neens_eval_fakes import FakeNeens, Reply
+from neens.demo.endpoints import Reply, Scripted
 
 from neens_eval import cli
 from neens_eval.datasets import read_items
@@ -104,18 +104,18 @@ def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text", ["", "\n  \n\t\n"])
 def test_an_empty_file_is_a_usage_error(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str], text: str
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str], text: str
 ) -> None:
     path = write(tmp_path, text)
 
     assert push(path) == 2
 
     assert f"{path}: no items" in capsys.readouterr().err
-    assert env.requests == []
+    assert env.calls == []
 
 
 def test_a_bad_file_is_refused_before_anything_is_sent(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(tmp_path, '{"input": "a"}\n{"input": 3}\n')
 
@@ -125,11 +125,11 @@ def test_a_bad_file_is_refused_before_anything_is_sent(
         capsys.readouterr().err
         == f'neens: error: {path}:2: "input" must be a string, got a number\n'
     )
-    assert env.requests == []
+    assert env.calls == []
 
 
 def test_a_missing_file_is_a_usage_error(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert push(tmp_path / "nope.jsonl") == 2
     assert "nope.jsonl: no such file" in capsys.readouterr().err
@@ -157,7 +157,7 @@ def test_missing_environment_exits_2_naming_the_variable(
 
 
 def test_push_to_an_existing_dataset(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env.reply("GET", "/datasets", Reply(200, {"datasets": [DATASET]}))
     env.reply("POST", "/datasets/ds_1/versions", Reply(201, version()))
@@ -168,14 +168,14 @@ def test_push_to_an_existing_dataset(
         "Pushed 2 items to support-golden (ds_1) as version 3 (dsv_9), marked golden.\n"
     )
     assert env.paths() == ["GET /datasets", "POST /datasets/ds_1/versions"]
-    lookup, upload = env.requests
+    lookup, upload = env.calls
     assert lookup.query == {"name": ["support-golden"]}
     assert upload.body == {"items": read_items(tmp_path / "golden.jsonl"), "golden": True}
     assert upload.headers["authorization"] == "Bearer nk_live_test"
 
 
 def test_push_creates_the_dataset_and_prints_json(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The listing filter is not trusted to be exact: a dataset with another name is not a match.
     other = {**DATASET, "id": "ds_0", "name": "support-golden-old"}
@@ -197,12 +197,12 @@ def test_push_creates_the_dataset_and_prints_json(
     }
     assert captured.out.count("\n") == 1
     assert env.paths() == ["GET /datasets", "POST /datasets", "POST /datasets/ds_1/versions"]
-    assert env.requests[1].body == {"name": "support-golden"}
-    assert env.requests[2].body == {"items": [{"input": "hi"}], "golden": False}
+    assert env.calls[1].body == {"name": "support-golden"}
+    assert env.calls[2].body == {"items": [{"input": "hi"}], "golden": False}
 
 
 def test_human_output_for_a_new_dataset_and_one_item(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env.reply("GET", "/datasets", Reply(200, {"datasets": []}))
     env.reply("POST", "/datasets", Reply(201, DATASET))
@@ -216,7 +216,7 @@ def test_human_output_for_a_new_dataset_and_one_item(
 
 
 def test_a_dataset_created_concurrently_is_used(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env.reply(
         "GET",
@@ -240,7 +240,7 @@ def test_a_dataset_created_concurrently_is_used(
 
 
 def test_422_about_an_item_points_at_its_line(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env.reply("GET", "/datasets", Reply(200, {"datasets": [DATASET]}))
     body = {
@@ -261,7 +261,7 @@ def test_422_about_an_item_points_at_its_line(
 
 
 def test_other_422_exits_2_with_the_server_message(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env.reply("GET", "/datasets", Reply(200, {"datasets": []}))
     body = {"error": {"code": "unprocessable", "message": "is too long", "field": "name"}}
@@ -275,7 +275,7 @@ def test_other_422_exits_2_with_the_server_message(
 
 
 def test_refused_key_exits_2(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     body = {"error": {"code": "not_authenticated", "message": "Unknown API key."}}
     env.reply("GET", "/datasets", Reply(401, body))
@@ -308,7 +308,7 @@ def test_unreachable_server_exits_3(
 
 
 def test_upload_meeting_a_gateway_error_exits_3(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env.reply("GET", "/datasets", Reply(200, {"datasets": [DATASET]}))
     env.reply("POST", "/datasets/ds_1/versions", Reply(502))
@@ -320,7 +320,7 @@ def test_upload_meeting_a_gateway_error_exits_3(
 
 
 def test_an_answer_of_the_wrong_shape_is_reported(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env.reply("GET", "/datasets", Reply(200, {"items": []}))
 
@@ -330,9 +330,9 @@ def test_an_answer_of_the_wrong_shape_is_reported(
 
 
 def test_blank_name_is_a_usage_error(
-    tmp_path: Path, env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(tmp_path, GOOD_LINES)
     assert cli.main(["datasets", "push", str(path), "--name", "  "]) == 2
     assert "--name must not be empty" in capsys.readouterr().err
-    assert env.requests == []
+    assert env.calls == []

@@ -1,7 +1,7 @@
 """`neens eval run` / `neens eval push` against the loopback stand-in for the server: the requests
 they make, how the agent command is run, the result they print and the exit code.
 
-The server side is `fake_neens` (neens_eval_fakes.py), scripted with the documented answers;
+The server side is `fake_neens` (conftest.py), scripted with the documented answers;
 tests/e2e/test_cli_eval.py runs the same commands against the real server.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from neens_eval_fakes import FakeNeens, Reply
+from neens.demo.endpoints import Reply, Scripted
 
 import neens_eval
 from neens_eval import cli, waiting
@@ -122,7 +122,7 @@ COMPARISON = {
 
 
 def script(
-    fake: FakeNeens,
+    fake: Scripted,
     *,
     items: list[dict[str, Any]] | None = None,
     passed: bool = True,
@@ -153,15 +153,15 @@ def create(agent: Agent, *flags: str) -> int:
     )  # fmt: skip
 
 
-def body_of(fake: FakeNeens, method: str, path: str) -> Any:
-    return next(r.body for r in fake.requests if r.method == method and r.path == path)
+def body_of(fake: Scripted, method: str, path: str) -> Any:
+    return next(r.body for r in fake.calls if r.method == method and r.path == path)
 
 
 # --- the happy path -----------------------------------------------------------------------------
 
 
 def test_run_create_sends_one_snake_case_request_and_exits_0_when_the_gate_passes(
-    env: FakeNeens, agent: Agent, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env)
     policy = tmp_path / "gate.json"
@@ -197,7 +197,7 @@ def test_run_create_sends_one_snake_case_request_and_exits_0_when_the_gate_passe
 
 
 def test_each_command_gets_its_prompt_on_stdin_and_the_correlation_attributes(
-    env: FakeNeens, agent: Agent, monkeypatch: pytest.MonkeyPatch
+    env: Scripted, agent: Agent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script(env)
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=ci,neens.eval_run_id=x")
@@ -221,7 +221,7 @@ def test_each_command_gets_its_prompt_on_stdin_and_the_correlation_attributes(
 
 
 def test_resuming_a_run_invokes_only_the_items_still_pending(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env, items=[item(0, "captured"), item(1)])
     env.reply("GET", "/preprod-evals/ppr_1", Reply(200, run("running", captured=1, pending=1)),
@@ -237,7 +237,7 @@ def test_resuming_a_run_invokes_only_the_items_still_pending(
 
 
 def test_a_finished_run_is_gated_again_without_invoking_anything(
-    env: FakeNeens, agent: Agent
+    env: Scripted, agent: Agent
 ) -> None:
     script(env, items=SCORED)
     env.reply("GET", "/preprod-evals/ppr_1", Reply(200, run("completed", scored=2)))
@@ -250,7 +250,7 @@ def test_a_finished_run_is_gated_again_without_invoking_anything(
 
 
 def test_a_failed_server_gate_exits_1_and_no_gate_reports_it_and_exits_0(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env, passed=False)
     assert create(agent) == 1
@@ -267,7 +267,7 @@ def test_a_failed_server_gate_exits_1_and_no_gate_reports_it_and_exits_0(
 
 
 def test_a_breached_block_rule_fails_the_gate_even_when_the_server_gate_passes(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env)
 
@@ -286,7 +286,7 @@ def test_a_breached_block_rule_fails_the_gate_even_when_the_server_gate_passes(
 
 
 def test_an_item_the_server_cannot_record_as_an_error_is_reported_and_the_cli_does_not_hang(
-    env: FakeNeens, agent: Agent, monkeypatch: pytest.MonkeyPatch,
+    env: Scripted, agent: Agent, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     monkeypatch.setattr(waiting, "STALL_GRACE_S", 0.0)
@@ -321,7 +321,7 @@ def test_an_item_the_server_cannot_record_as_an_error_is_reported_and_the_cli_do
 
 
 def test_a_command_that_fails_after_its_trace_was_captured_leaves_the_verdict_to_the_server(
-    env: FakeNeens, agent: Agent, monkeypatch: pytest.MonkeyPatch,
+    env: Scripted, agent: Agent, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     monkeypatch.setenv("AGENT_CRASH", PROMPTS[0])
@@ -347,7 +347,7 @@ def test_a_command_that_fails_after_its_trace_was_captured_leaves_the_verdict_to
 
 
 def test_a_server_gone_while_waiting_exits_3_and_still_writes_the_json_result(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env)
     error = Reply(503, {"error": {"code": "x", "message": "y"}})
@@ -373,7 +373,7 @@ def test_a_server_gone_while_waiting_exits_3_and_still_writes_the_json_result(
 
 
 def test_a_create_that_got_no_answer_is_not_sent_twice_and_the_run_it_made_is_followed(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env)
     older = {**run("completed"), "id": "ppr_0"}
@@ -388,26 +388,26 @@ def test_a_create_that_got_no_answer_is_not_sent_twice_and_the_run_it_made_is_fo
 
     out = capsys.readouterr()
     assert code == 0, out.err
-    assert [r.path for r in env.requests if r.method == "POST"] == ["/preprod-evals"]
+    assert [r.path for r in env.calls if r.method == "POST"] == ["/preprod-evals"]
     assert json.loads(out.out)["runId"] == "ppr_1"
     assert "neens: the server did create run ppr_1; following it" in out.err
     assert len(agent.seen()) == 2
 
 
 def test_a_create_that_got_no_answer_and_made_nothing_exits_3_without_sending_it_again(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env)
     env.reply("POST", "/preprod-evals", Reply(502))
 
     assert create(agent) == 3
-    assert [r.path for r in env.requests if r.method == "POST"] == ["/preprod-evals"]
+    assert [r.path for r in env.calls if r.method == "POST"] == ["/preprod-evals"]
     assert "so nothing was created; run the command again" in capsys.readouterr().err
     assert agent.seen() == []
 
 
 def test_a_create_that_got_no_answer_from_a_server_that_stays_away_says_how_to_check(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env)
     env.reply("POST", "/preprod-evals", Reply(504))
@@ -417,11 +417,11 @@ def test_a_create_that_got_no_answer_from_a_server_that_stays_away_says_how_to_c
     err = capsys.readouterr().err
     assert "looking for the run it may have created failed too" in err
     assert "GET /preprod-evals?dataset_id=ds_1" in err
-    assert [r.path for r in env.requests if r.method == "POST"] == ["/preprod-evals"]
+    assert [r.path for r in env.calls if r.method == "POST"] == ["/preprod-evals"]
 
 
 def test_dataset_takes_a_name_and_a_name_nobody_pushed_is_a_usage_error(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env)
     env.reply("GET", "/datasets", Reply(200, {"datasets": [{"id": "ds_1", "name": "support"}]}))
@@ -429,7 +429,7 @@ def test_dataset_takes_a_name_and_a_name_nobody_pushed_is_a_usage_error(
 
     assert cli.main([*by_name, "--", *agent.command]) == 0
     assert body_of(env, "POST", "/preprod-evals")["dataset_id"] == "ds_1"
-    assert next(r for r in env.requests if r.path == "/datasets").query == {"name": ["support"]}
+    assert next(r for r in env.calls if r.path == "/datasets").query == {"name": ["support"]}
 
     env.reply("GET", "/datasets", Reply(200, {"datasets": []}))
     capsys.readouterr()
@@ -438,7 +438,7 @@ def test_dataset_takes_a_name_and_a_name_nobody_pushed_is_a_usage_error(
 
 
 def test_a_server_gone_while_waiting_with_no_gate_is_reported_and_exits_0(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env)
     env.reply("GET", "/preprod-evals/ppr_1", Reply(503, {"error": {"code": "x", "message": "y"}}))
@@ -454,7 +454,7 @@ def test_a_server_gone_while_waiting_with_no_gate_is_reported_and_exits_0(
 
 
 def test_no_verdict_before_the_timeout_exits_3_and_no_gate_reports_it_and_exits_0(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env)
     env.reply("GET", "/preprod-evals/ppr_1", Reply(200, run("awaiting_traces", pending=2)))
@@ -475,7 +475,7 @@ def test_no_verdict_before_the_timeout_exits_3_and_no_gate_reports_it_and_exits_
 
 
 def test_push_creates_a_push_mode_run_and_gates_it(
-    env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     script(env, items=SCORED, mode="push")
 
@@ -528,7 +528,7 @@ def test_push_creates_a_push_mode_run_and_gates_it(
     ],
 )  # fmt: skip
 def test_usage_errors_exit_2_before_anything_is_sent(
-    env: FakeNeens, agent: Agent, args: list[str], message: str,
+    env: Scripted, agent: Agent, args: list[str], message: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     code = cli.main(["eval", "run", *args, "--", *agent.command])
@@ -536,7 +536,7 @@ def test_usage_errors_exit_2_before_anything_is_sent(
     assert code == 2
     err = capsys.readouterr().err
     assert message in err
-    assert env.requests == []
+    assert env.calls == []
     assert agent.seen() == []
 
 
@@ -549,7 +549,7 @@ def test_usage_errors_exit_2_before_anything_is_sent(
     ],
 )
 def test_an_agent_command_that_cannot_run_is_a_usage_error(
-    env: FakeNeens, command: list[str], message: str, capsys: pytest.CaptureFixture[str]
+    env: Scripted, command: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = cli.main(
         ["eval", "run", "--create", "--dataset", "d", "--version-label", "v", "--", *command]
@@ -557,11 +557,11 @@ def test_an_agent_command_that_cannot_run_is_a_usage_error(
 
     assert code == 2
     assert message in capsys.readouterr().err
-    assert env.requests == []
+    assert env.calls == []
 
 
 def test_a_bad_policy_from_neens_gate_policy_exits_2_naming_the_rule(
-    env: FakeNeens, agent: Agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    env: Scripted, agent: Agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     policy = tmp_path / "gate.json"
@@ -571,11 +571,11 @@ def test_a_bad_policy_from_neens_gate_policy_exits_2_naming_the_rule(
     assert create(agent) == 2
     err = capsys.readouterr().err
     assert f"gate policy {policy}: rules[0]: a rule has exactly one dimension key" in err
-    assert env.requests == []
+    assert env.calls == []
 
 
 def test_a_dataset_without_a_golden_version_exits_2_and_says_how_to_fix_it(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str]
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     message = "dataset ds_1 has no golden version: mark one golden or pin dataset_version_id"
     env.reply("GET", "/preprod-evals", Reply(200, {"runs": []}))
@@ -591,7 +591,7 @@ def test_a_dataset_without_a_golden_version_exits_2_and_says_how_to_fix_it(
     assert agent.seen() == []
 
 
-def test_a_refused_key_exits_2(env: FakeNeens, agent: Agent) -> None:
+def test_a_refused_key_exits_2(env: Scripted, agent: Agent) -> None:
     env.reply("GET", "/preprod-evals", Reply(200, {"runs": []}))
     env.reply("POST", "/preprod-evals", Reply(
         401, {"error": {"code": "not_authenticated", "message": "unknown or revoked API key"}}
@@ -603,7 +603,7 @@ def test_a_refused_key_exits_2(env: FakeNeens, agent: Agent) -> None:
 @pytest.mark.parametrize("command", ["run", "push"])
 @pytest.mark.parametrize("mode", ["push", "runner"])
 def test_either_command_follows_any_run_by_id_to_its_gate_without_running_anything(
-    env: FakeNeens, agent: Agent, capsys: pytest.CaptureFixture[str], command: str, mode: str
+    env: Scripted, agent: Agent, capsys: pytest.CaptureFixture[str], command: str, mode: str
 ) -> None:
     script(env, items=SCORED, mode=mode, passed=False)
     env.reply(
@@ -618,17 +618,17 @@ def test_either_command_follows_any_run_by_id_to_its_gate_without_running_anythi
     assert code == 1, out.err
     assert json.loads(out.out)["reasons"] == ["server gate: pass rate 0.5 is below the minimum 0.9"]
     assert agent.seen() == []
-    assert not any(r.method == "POST" for r in env.requests)
+    assert not any(r.method == "POST" for r in env.calls)
 
 
 def test_push_with_run_id_refuses_the_flags_that_create_a_run(
-    env: FakeNeens, capsys: pytest.CaptureFixture[str]
+    env: Scripted, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = cli.main(["eval", "push", "--run-id", "ppr_1", "--agent-connection", "conn_1"])
 
     assert code == 2
     assert "--agent-connection is only for creating a run" in capsys.readouterr().err
-    assert env.requests == []
+    assert env.calls == []
 
 
 def test_a_yaml_policy_needs_pyyaml_and_says_so_when_it_is_missing(tmp_path: Path) -> None:
