@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from neens.demo.endpoints import ChatModel, Reply, chat_completion, refused_url, serve_one
+from neens.demo.endpoints import (
+    JSON_LABEL,
+    ChatModel,
+    Reply,
+    chat_completion,
+    refused_url,
+    serve_one,
+)
 from neens.domain.judges import JudgeCase
 from neens.engine.llm_judge import (
     SCORE_SYSTEM_PROMPT,
@@ -152,6 +159,8 @@ async def test_an_unreachable_endpoint_is_unscored_as_a_failed_call() -> None:
         (Reply(body={"choices": [{"message": {"content": 5}}]}), "no message text"),
         (Reply(body="<html>gateway</html>"), "not a chat completion"),
         (Reply(body=[1, 2]), "not a chat completion"),
+        (Reply(body="<html>gateway</html>", headers=JSON_LABEL), "not valid JSON"),
+        (Reply(body=b"\x00\xff", headers=JSON_LABEL), "not valid JSON"),
     ],
 )
 async def test_a_response_without_reply_text_is_a_failed_call(

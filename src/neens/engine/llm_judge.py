@@ -199,6 +199,8 @@ async def _complete(endpoint: LlmEndpoint, system: str, prompt: str) -> str | Ve
         if isinstance(exc.__cause__, DestinationRefused):
             return _call_failed(prompt, f"refused to call {endpoint.base_url}: {exc.__cause__}")
         return _call_failed(prompt, f"{type(exc).__name__}: {excerpt(str(exc))}")
+    except ValueError as exc:  # a body labelled JSON that does not parse (or decode) as JSON
+        return _call_failed(prompt, f"the response is not valid JSON: {excerpt(str(exc))}")
     return _reply_text(completion, prompt)
 
 
