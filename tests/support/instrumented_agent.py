@@ -15,6 +15,9 @@ call. MODE picks the instrumentation, used as its documentation shows:
                        the agent span carries no content
     openllmetry        opentelemetry-instrumentation-openai (OpenLLMetry); agent and tool spans
                        with the attributes traceloop-sdk's @agent / @tool decorators write
+    traceloop          traceloop-sdk: Traceloop.init with only the openai instrumentation,
+                       exporting to Neens; the agent is an @agent inside a @workflow, the tool
+                       a @tool
     logfire            logfire (send_to_logfire=False) with instrument_openai; the agent and tool
                        are @logfire.instrument-ed functions, the tool tagged "tool"
 
@@ -100,6 +103,10 @@ def main(mode: str) -> None:
         print(format(trace_ids[0], "032x"))
         return
 
+    if mode == "traceloop":
+        print(format(_traceloop(url, headers, client), "032x"))
+        return
+
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("weather-agent")
@@ -139,6 +146,42 @@ def main(mode: str) -> None:
     if logger_provider is not None:
         logger_provider.shutdown()
     print(format(trace_id, "032x"))
+
+
+def _traceloop(url: str, headers: dict[str, str], client: Any) -> int:
+    """The agent as traceloop-sdk's documentation writes it; returns its trace id."""
+    from opentelemetry import trace
+    from traceloop.sdk import Traceloop
+    from traceloop.sdk.decorators import agent as traceloop_agent
+    from traceloop.sdk.decorators import tool, workflow
+    from traceloop.sdk.instruments import Instruments
+
+    Traceloop.init(
+        app_name="weather-service",
+        api_endpoint=url,
+        headers=headers,
+        disable_batch=True,
+        instruments={Instruments.OPENAI},
+        telemetry_enabled=False,
+    )
+
+    @tool(name="get_weather")
+    def weather_tool(city: str) -> str:
+        return get_weather(city)
+
+    @traceloop_agent(name="weather-agent")
+    def weather_agent(question: str) -> str:
+        return agent(client, lambda arguments: weather_tool(**arguments))
+
+    trace_ids: list[int] = []
+
+    @workflow(name="answer")
+    def answer(question: str) -> str:
+        trace_ids.append(trace.get_current_span().get_span_context().trace_id)
+        return weather_agent(question)
+
+    answer(QUESTION)
+    return trace_ids[0]
 
 
 def _logger_provider(url: str, headers: dict[str, str]) -> Any:
