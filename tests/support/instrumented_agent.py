@@ -13,6 +13,8 @@ call. MODE picks the instrumentation, used as its documentation shows:
                        invoke_agent and execute_tool spans
     genai-event        the same with content sent as OTLP log records (EVENT_ONLY) to /v1/logs;
                        the agent span carries no content
+    genai-event-late   the same, the log records batched and held: exported only once the
+                       spans are in and a line is read from stdin (after the trace id is printed)
     openllmetry        opentelemetry-instrumentation-openai (OpenLLMetry); agent and tool spans
                        with the attributes traceloop-sdk's @agent / @tool decorators write
     traceloop          traceloop-sdk: Traceloop.init with only the openai instrumentation,
@@ -67,6 +69,8 @@ def agent(client: Any, call_tool: Callable[[dict[str, Any]], str]) -> str:
 
 
 def main(mode: str) -> None:
+    late = mode == "genai-event-late"
+    mode = mode.removesuffix("-late")
     import openai
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace import TracerProvider
@@ -118,7 +122,7 @@ def main(mode: str) -> None:
     elif mode in ("genai-span", "genai-event"):
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor as V2
 
-        logger_provider = _logger_provider(url, headers) if mode == "genai-event" else None
+        logger_provider = _logger_provider(url, headers, late) if mode == "genai-event" else None
         V2().instrument(tracer_provider=provider, logger_provider=logger_provider)
     elif mode == "openllmetry":
         from opentelemetry.instrumentation.openai import OpenAIInstrumentor as OpenLLMetry
@@ -143,6 +147,9 @@ def main(mode: str) -> None:
             root.set_attribute(key, value)
         trace_id = root.get_span_context().trace_id
     provider.shutdown()
+    if late:
+        print(format(trace_id, "032x"), flush=True)
+        sys.stdin.readline()
     if logger_provider is not None:
         logger_provider.shutdown()
     print(format(trace_id, "032x"))
@@ -184,14 +191,18 @@ def _traceloop(url: str, headers: dict[str, str], client: Any) -> int:
     return trace_ids[0]
 
 
-def _logger_provider(url: str, headers: dict[str, str]) -> Any:
+def _logger_provider(url: str, headers: dict[str, str], held: bool) -> Any:
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, SimpleLogRecordProcessor
 
+    exporter = OTLPLogExporter(endpoint=f"{url}/v1/logs", headers=headers)
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(
-        SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{url}/v1/logs", headers=headers))
+        # Held: batched as the SDK does by default, but never sent before shutdown.
+        BatchLogRecordProcessor(exporter, schedule_delay_millis=3_600_000)
+        if held
+        else SimpleLogRecordProcessor(exporter)
     )
     return logger_provider
 

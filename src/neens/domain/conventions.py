@@ -255,6 +255,7 @@ FlagCode = Literal[
     "value_too_long",
     "cost_overflow",
     "correlation_key_misspelled",
+    "content_after_run",
 ]
 """The dubious values Neens stores but flags (docs/traces.md, "Warnings")."""
 
