@@ -10,6 +10,7 @@ test decides when the text lands.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from typing import Any
@@ -27,7 +28,9 @@ from tests.e2e.test_instrumentations import (
     _runner_run,
     fake_openai,
 )
+from tests.ingest.test_otlp_logs import PROTO, content_events, log_record, logs_request
 from tests.support.live import LiveServer
+from tests.support.otlp import export_request, span
 
 pytestmark = pytest.mark.e2e
 
@@ -139,34 +142,12 @@ def test_content_while_the_run_is_scoring_is_scored_again_and_passes(
         httpx.Client(base_url=live_server.url, headers=admin) as api,
         fake_openai(judge) as llm,
     ):
-        r = api.post(
-            "/judges",
-            json={
-                "name": "matches",
-                "type": "llm_prompt",
-                "template": "Q: {input}\nA: {output}\nRef: {expected_output}",
-                "endpoint": {"baseUrl": llm.base_url, "model": "judge-1"},
-            },
+        run_id, (traced_id, other_id) = _run(
+            api, [{"input": QUESTION, "expected_output": ANSWER}, OTHER], llm
         )
-        assert r.status_code == 201, r.text
-        judge_id = r.json()["id"]
-        dataset = api.post("/datasets", json={"name": "weather"}).json()
-        items = [{"input": QUESTION, "expected_output": ANSWER}, OTHER]
-        r = api.post(f"/datasets/{dataset['id']}/versions", json={"items": items, "golden": True})
-        assert r.status_code == 201, r.text
-        run = api.post(
-            "/preprod-evals",
-            json={
-                "dataset_id": dataset["id"],
-                "version_label": "local-test",
-                "judge_deployment_ids": [judge_id],
-            },
-        ).json()
-        run_id = run["id"]
-        traced, other = api.get(f"/preprod-evals/{run_id}/items").json()["items"]
-        agent, _ = _start(live_server, key, run_id, traced["item_id"])
+        agent, _ = _start(live_server, key, run_id, traced_id)
         try:
-            _wait(lambda: _item(api, run_id, traced["item_id"])["status"] == "captured")
+            _wait(lambda: _item(api, run_id, traced_id)["status"] == "captured")
             # The other item's answer completes the run's traces and starts its scoring.
             r = api.post(
                 "/sessions",
@@ -181,7 +162,7 @@ def test_content_while_the_run_is_scoring_is_scored_again_and_passes(
                             "output": OTHER["expected_output"],
                             "attributes": {
                                 "neens.eval_run_id": run_id,
-                                "neens.dataset_item_id": other["item_id"],
+                                "neens.dataset_item_id": other_id,
                                 "neens.version_label": "local-test",
                             },
                         }
@@ -194,7 +175,7 @@ def test_content_while_the_run_is_scoring_is_scored_again_and_passes(
             agent.stop()
         assert released, "the run was scored without the judge being asked about the other item"
 
-        item = _item(api, run_id, traced["item_id"])
+        item = _item(api, run_id, traced_id)
         assert (item["status"], item["score"], item["passed"]) == ("scored", 1.0, True)
         judged = [request.body["messages"][-1]["content"] for request in llm.requests]
         assert f"Q: {QUESTION}\nA: {ANSWER}\nRef: {ANSWER}" in judged
@@ -208,3 +189,108 @@ def _wait(condition: Any, timeout_s: float = 15.0) -> None:
     while not condition():
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+def test_content_arriving_while_its_item_is_judged_is_judged_again(
+    live_server: LiveServer, key: CreatedKey, admin_key: CreatedKey
+) -> None:
+    """The judge is asked about the output the session has (a first, partial answer); while it
+    thinks, the final answer lands. The verdict on the old output is not stored: the item is
+    judged again, on the final answer, before the run finishes."""
+    tid, root, first, final = os.urandom(16), os.urandom(8), os.urandom(8), os.urandom(8)
+    held = [logs(content_events(tid, final))]
+    asked: list[str] = []
+
+    def judge(body: dict[str, Any]) -> str:
+        prompt = body["messages"][-1]["content"]
+        asked.append(prompt)
+        if held:
+            r = httpx.post(
+                f"{live_server.url}/v1/logs",
+                content=held.pop(),
+                headers={"Authorization": f"Bearer {key.key}", **PROTO},
+            )
+            assert r.status_code == 200, r.text
+        right = f"A: {ANSWER}\n" in prompt
+        return json.dumps({"score": 1.0 if right else 0.0, "reason": "compared"})
+
+    with (
+        httpx.Client(
+            base_url=live_server.url, headers={"Authorization": f"Bearer {admin_key.key}"}
+        ) as api,
+        fake_openai(judge) as llm,
+    ):
+        run_id, [item_id] = _run(api, [{"input": QUESTION, "expected_output": ANSWER}], llm)
+        tags = {
+            "neens.eval_run_id": run_id,
+            "neens.dataset_item_id": item_id,
+            "neens.version_label": "local-test",
+        }
+        partial = log_record(
+            tid, first, "gen_ai.choice", {"index": 0, "message": {"content": "Let me check."}}
+        )
+        r = api.post("/v1/logs", content=logs([partial]), headers=PROTO)
+        assert r.status_code == 200, r.text
+        spans = [
+            span(tid, root, "invoke_agent weather-agent", end_ms=100, **tags),
+            _model_call(tid, first, root, start_ms=10),
+            _model_call(tid, final, root, start_ms=60),
+        ]
+        r = api.post("/v1/traces", content=export_request(spans).SerializeToString(), headers=PROTO)
+        assert r.status_code == 200, r.text
+
+        # At once: the scoring job judges the item again itself, rather than leaving the run
+        # for the sweep that finds runs without a job (every 30 s).
+        _wait(lambda: api.get(f"/preprod-evals/{run_id}").json()["status"] == "completed", 10)
+        item = _item(api, run_id, item_id)
+
+    assert [prompt.split("\n")[1] for prompt in asked] == ["A: Let me check.", f"A: {ANSWER}"]
+    assert (item["status"], item["score"], item["passed"]) == ("scored", 1.0, True)
+
+
+def _model_call(tid: bytes, span_id: bytes, root: bytes, *, start_ms: int) -> Any:
+    return span(
+        tid,
+        span_id,
+        "chat gpt-4o",
+        parent=root,
+        start_ms=start_ms,
+        end_ms=start_ms + 30,
+        **{
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "gpt-4o",
+            "gen_ai.usage.input_tokens": 100,
+            "gen_ai.usage.output_tokens": 10,
+        },
+    )
+
+
+def logs(records: list[Any]) -> bytes:
+    return logs_request(records).SerializeToString()
+
+
+def _run(api: httpx.Client, items: list[dict[str, str]], llm: Any) -> tuple[str, list[str]]:
+    """A runner-mode run over golden `items`, judged by an LLM judge that `llm` (a fake
+    OpenAI-compatible server) serves; returns the run id and its item ids."""
+    r = api.post(
+        "/judges",
+        json={
+            "name": "matches",
+            "type": "llm_prompt",
+            "template": "Q: {input}\nA: {output}\nRef: {expected_output}",
+            "endpoint": {"baseUrl": llm.base_url, "model": "judge-1"},
+        },
+    )
+    assert r.status_code == 201, r.text
+    judge_id = r.json()["id"]
+    dataset = api.post("/datasets", json={"name": "weather"}).json()
+    r = api.post(f"/datasets/{dataset['id']}/versions", json={"items": items, "golden": True})
+    assert r.status_code == 201, r.text
+    body = {
+        "dataset_id": dataset["id"],
+        "version_label": "local-test",
+        "judge_deployment_ids": [judge_id],
+    }
+    run = api.post("/preprod-evals", json=body).json()
+    run_items = api.get(f"/preprod-evals/{run['id']}/items").json()["items"]
+    return run["id"], [item["item_id"] for item in run_items]
