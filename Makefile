@@ -3,16 +3,23 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# Test-only packages installed without their declared dependencies (what they need is in
+# pyproject's dev extras): traceloop-sdk declares every OpenLLMetry instrumentation (about forty
+# packages, minutes to resolve), and opentelemetry-instrumentation-threading (which it imports)
+# has no 0.66b2 release, while each release pins its own OpenTelemetry: resolved, it would
+# downgrade the OpenTelemetry every other suite uses.
+NO_DEPS_DEV := traceloop-sdk==0.62.4 opentelemetry-instrumentation-threading==0.66b1
 
 .DEFAULT_GOAL := help
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml sdk/python/pyproject.toml
+$(STAMP): pyproject.toml sdk/python/pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ./sdk/python -e ".[dev]"
+	$(BIN)/pip install --quiet --no-deps $(NO_DEPS_DEV)
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install Neens, the SDK and the dev tools

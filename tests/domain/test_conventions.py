@@ -634,6 +634,29 @@ def test_traceloop_entities_give_the_agent_name_and_its_text_input_and_output() 
     assert tool.output == "sunny, 21°C"
 
 
+@pytest.mark.parametrize("span_kind", ["workflow", "task"])
+def test_a_traceloop_workflow_with_one_text_argument_has_it_as_its_input(span_kind: str) -> None:
+    """A `@workflow` around the agent is the trace's root: the session's input and output."""
+    root = view_of(
+        {
+            "traceloop.span.kind": span_kind,
+            "traceloop.entity.name": "answer",
+            "traceloop.entity.input": json.dumps({"args": [_USER], "kwargs": {}}),
+            "traceloop.entity.output": json.dumps(_ANSWER),
+        }
+    )
+    several = view_of(
+        {
+            "traceloop.span.kind": span_kind,
+            "traceloop.entity.input": json.dumps({"args": [_USER, 2], "kwargs": {}}),
+        }
+    )
+
+    assert (root.kind, root.agent_name, root.input, root.output) == ("chain", None, _USER, _ANSWER)
+    assert several.input is not None
+    assert json.loads(several.input) == {"args": [_USER, 2], "kwargs": {}}
+
+
 def test_genai_newer_messages_give_the_last_user_text_and_the_assistant_text() -> None:
     inputs = [
         {"role": "system", "parts": [{"type": "text", "content": _SYSTEM}]},

@@ -67,9 +67,10 @@ def _provider(body: dict[str, Any]) -> Reply:
     return Reply(body=_completion(message, USAGE[0], "tool_calls"))
 
 
-def _run_agent(
+def _agent(
     mode: str, server: LiveServer, key: CreatedKey, base_url: str, tags: dict[str, str]
-) -> str:
+) -> tuple[list[str], dict[str, str]]:
+    """The agent's command line and environment."""
     env = {
         **os.environ,
         # How `neens eval run` tags a runner-mode run's traces.
@@ -80,15 +81,23 @@ def _run_agent(
         "LOGFIRE_SEND_TO_LOGFIRE": "false",
         "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": (
-            "EVENT_ONLY" if mode == "genai-event" else "SPAN_ONLY"
+            "EVENT_ONLY" if mode.startswith("genai-event") else "SPAN_ONLY"
         ),
         "TRACELOOP_TRACE_CONTENT": "true",
+        "TRACELOOP_METRICS_ENABLED": "false",  # Neens receives traces and logs, not metrics
     }
     command = (
         ["node", str(JS / "agent.js"), mode.removeprefix("js-")]
         if mode.startswith("js-")
         else [sys.executable, str(AGENT), mode]
     )
+    return command, env
+
+
+def _run_agent(
+    mode: str, server: LiveServer, key: CreatedKey, base_url: str, tags: dict[str, str]
+) -> str:
+    command, env = _agent(mode, server, key, base_url, tags)
     done = subprocess.run(
         command,
         env=env,
@@ -169,7 +178,8 @@ def _finished(api: httpx.Client, run_id: str) -> str:
 
 @pytest.mark.parametrize(
     "mode",
-    ["openinference", "genai-span", "genai-event", "openllmetry", "logfire", "js-proto", "js-json"],
+    ["openinference", "genai-span", "genai-event", "openllmetry", "traceloop", "logfire"]
+    + ["js-proto", "js-json"],
 )
 def test_each_instrumentation_gives_the_same_session_and_passes_its_run(
     live_server: LiveServer, key: CreatedKey, mode: str, request: pytest.FixtureRequest

@@ -13,8 +13,13 @@ call. MODE picks the instrumentation, used as its documentation shows:
                        invoke_agent and execute_tool spans
     genai-event        the same with content sent as OTLP log records (EVENT_ONLY) to /v1/logs;
                        the agent span carries no content
+    genai-event-late   the same, the log records batched and held: exported only once the
+                       spans are in and a line is read from stdin (after the trace id is printed)
     openllmetry        opentelemetry-instrumentation-openai (OpenLLMetry); agent and tool spans
                        with the attributes traceloop-sdk's @agent / @tool decorators write
+    traceloop          traceloop-sdk: Traceloop.init with only the openai instrumentation,
+                       exporting to Neens; the agent is an @agent inside a @workflow, the tool
+                       a @tool
     logfire            logfire (send_to_logfire=False) with instrument_openai; the agent and tool
                        are @logfire.instrument-ed functions, the tool tagged "tool"
 
@@ -64,6 +69,8 @@ def agent(client: Any, call_tool: Callable[[dict[str, Any]], str]) -> str:
 
 
 def main(mode: str) -> None:
+    late = mode == "genai-event-late"
+    mode = mode.removesuffix("-late")
     import openai
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace import TracerProvider
@@ -100,6 +107,10 @@ def main(mode: str) -> None:
         print(format(trace_ids[0], "032x"))
         return
 
+    if mode == "traceloop":
+        print(format(_traceloop(url, headers, client), "032x"))
+        return
+
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("weather-agent")
@@ -111,7 +122,7 @@ def main(mode: str) -> None:
     elif mode in ("genai-span", "genai-event"):
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor as V2
 
-        logger_provider = _logger_provider(url, headers) if mode == "genai-event" else None
+        logger_provider = _logger_provider(url, headers, late) if mode == "genai-event" else None
         V2().instrument(tracer_provider=provider, logger_provider=logger_provider)
     elif mode == "openllmetry":
         from opentelemetry.instrumentation.openai import OpenAIInstrumentor as OpenLLMetry
@@ -136,19 +147,62 @@ def main(mode: str) -> None:
             root.set_attribute(key, value)
         trace_id = root.get_span_context().trace_id
     provider.shutdown()
+    if late:
+        print(format(trace_id, "032x"), flush=True)
+        sys.stdin.readline()
     if logger_provider is not None:
         logger_provider.shutdown()
     print(format(trace_id, "032x"))
 
 
-def _logger_provider(url: str, headers: dict[str, str]) -> Any:
+def _traceloop(url: str, headers: dict[str, str], client: Any) -> int:
+    """The agent as traceloop-sdk's documentation writes it; returns its trace id."""
+    from opentelemetry import trace
+    from traceloop.sdk import Traceloop
+    from traceloop.sdk.decorators import agent as traceloop_agent
+    from traceloop.sdk.decorators import tool, workflow
+    from traceloop.sdk.instruments import Instruments
+
+    Traceloop.init(
+        app_name="weather-service",
+        api_endpoint=url,
+        headers=headers,
+        disable_batch=True,
+        instruments={Instruments.OPENAI},
+        telemetry_enabled=False,
+    )
+
+    @tool(name="get_weather")
+    def weather_tool(city: str) -> str:
+        return get_weather(city)
+
+    @traceloop_agent(name="weather-agent")
+    def weather_agent(question: str) -> str:
+        return agent(client, lambda arguments: weather_tool(**arguments))
+
+    trace_ids: list[int] = []
+
+    @workflow(name="answer")
+    def answer(question: str) -> str:
+        trace_ids.append(trace.get_current_span().get_span_context().trace_id)
+        return weather_agent(question)
+
+    answer(QUESTION)
+    return trace_ids[0]
+
+
+def _logger_provider(url: str, headers: dict[str, str], held: bool) -> Any:
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, SimpleLogRecordProcessor
 
+    exporter = OTLPLogExporter(endpoint=f"{url}/v1/logs", headers=headers)
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(
-        SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{url}/v1/logs", headers=headers))
+        # Held: batched as the SDK does by default, but never sent before shutdown.
+        BatchLogRecordProcessor(exporter, schedule_delay_millis=3_600_000)
+        if held
+        else SimpleLogRecordProcessor(exporter)
     )
     return logger_provider
 

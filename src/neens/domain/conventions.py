@@ -255,6 +255,7 @@ FlagCode = Literal[
     "value_too_long",
     "cost_overflow",
     "correlation_key_misspelled",
+    "content_after_run",
 ]
 """The dubious values Neens stores but flags (docs/traces.md, "Warnings")."""
 
@@ -875,9 +876,10 @@ def _openllmetry_content(side: Side) -> FieldReader:
 
 
 def _entity_input(value: object, kind: str) -> str | None:
-    """`traceloop.entity.input` (`{"args": [...], "kwargs": {...}}`): an agent's one text
-    argument; a tool's keyword arguments as a JSON object when it has no positional ones (as
-    GenAI's `gen_ai.tool.call.arguments`); else the value as sent."""
+    """`traceloop.entity.input` (`{"args": [...], "kwargs": {...}}`): an agent's, workflow's or
+    task's one text argument (a `@workflow` around the agent is often the root); a tool's
+    keyword arguments as a JSON object when it has no positional ones (as GenAI's
+    `gen_ai.tool.call.arguments`); else the value as sent."""
     data = _parsed(value)
     if isinstance(data, Mapping):
         args = data.get("args")
@@ -885,7 +887,7 @@ def _entity_input(value: object, kind: str) -> str | None:
         kwargs = data.get("kwargs")
         kwargs = kwargs if isinstance(kwargs, Mapping) else {}
         values = [*args, *kwargs.values()]
-        if kind == "agent" and len(values) == 1 and isinstance(values[0], str):
+        if kind in ("agent", "chain") and len(values) == 1 and isinstance(values[0], str):
             return values[0]
         if kind == "tool" and not args and kwargs:
             return _to_json(kwargs)

@@ -24,13 +24,15 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from sqlalchemy.exc import DataError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.conventions import safe_label
-from neens.domain.spans import Rejection, SpanRecord
+from neens.domain.spans import Rejection, SpanLogEvent, SpanRecord
 from neens.engine.linking import link_traces
 from neens.engine.production import enqueue_production_scoring
 from neens.store.db import Database
-from neens.store.sessions import SpanBatch, WriteResult, write_span_batches
+from neens.store.rescoring import rescore_changed_outputs
+from neens.store.sessions import SpanBatch, WriteResult, write_log_events, write_span_batches
 
 log = logging.getLogger("neens.ingest")
 
@@ -185,6 +187,21 @@ async def ingest_spans(
         if flag.code in _SESSION_FLAGS
     ]
     return Ingested(queued, flagged, result.rejected)
+
+
+async def ingest_log_events(db: Database, project_id: str, events: list[SpanLogEvent]) -> bool:
+    """Attach content events to their spans; when they change the output a pre-prod run scored,
+    score it again or flag it (`store.rescoring`). True when a scoring job was queued."""
+    queued = False
+
+    async def outputs_changed(s: AsyncSession, session_pks: list[int]) -> dict[int, str]:
+        nonlocal queued
+        rescored = await rescore_changed_outputs(s, session_pks)
+        queued |= rescored.queued
+        return rescored.late
+
+    await write_log_events(db, project_id, events, outputs_changed)
+    return queued
 
 
 _SESSION_FLAGS: Final = frozenset({"token_sum_overflow", "parent_cycle", "cost_overflow"})

@@ -46,12 +46,20 @@ FAIL_LABELS = frozenset({"fail", "failed"})
 
 
 async def score_run(ctx: JobContext, payload: dict[str, Any]) -> None:
+    """Score the captured items, then finish the run; again while content that arrived late
+    (`store.rescoring`) has put an item back to captured before the run could finish."""
+    while await _score_captured(ctx, str(payload["run_id"])):
+        pass
+    ctx.notify()
+
+
+async def _score_captured(ctx: JobContext, run_id: str) -> bool:
+    """One pass; True when the run is still running with captured items left to score."""
     db = ctx.db
-    run_id = str(payload["run_id"])
     async with db.read() as s:
         run = await s.get(PreprodRun, run_id)
         if run is None or run.status != "running":
-            return
+            return False
         judges = await judges_by_id(s, run.project_id, list(run.judge_ids))
         rows = (
             await s.execute(
@@ -80,17 +88,30 @@ async def score_run(ctx: JobContext, payload: dict[str, Any]) -> None:
                 case = JudgeCase(item.input, output, item.expected_output)
                 judge = CaseJudge(judges, case, outbound)
                 top = [(judge_id, await judge.verdict(judge_id)) for judge_id in run.judge_ids]
-                await writer.put(_Judged(item.item_id, session_pk, judge.verdicts, top))
+                await writer.put(_Judged(item.item_id, session_pk, output, judge.verdicts, top))
 
         await asyncio.gather(*(one(item, output, pk) for item, output, pk in rows))
     await finish_run(db, run_id)
-    ctx.notify()
+    async with db.read() as s:
+        left = await s.scalar(
+            select(PreprodItem.pk)
+            .join(PreprodRun, PreprodRun.id == PreprodItem.run_id)
+            .where(
+                PreprodItem.run_id == run_id,
+                PreprodItem.status == "captured",
+                PreprodRun.status == "running",
+            )
+            .limit(1)
+        )
+    return left is not None
 
 
 @dataclass(frozen=True, slots=True)
 class _Judged:
     item_id: str
     session_pk: int
+    output: str | None
+    """The session's output the judges saw."""
     verdicts: dict[str, Verdict]
     """Every judge evaluated for the item, composite components included."""
     top: list[tuple[str, Verdict]]
@@ -101,8 +122,22 @@ async def _store_items(
     db: Database, run: PreprodRun, names: dict[str, str], batch: list[_Judged]
 ) -> None:
     async with db.write() as s:
+        # Locked, so content events changing an output wait for these verdicts (and then
+        # reset them) or have already changed it: a verdict on an output that is no longer
+        # the session's is not stored; the item stays captured for the next pass.
+        outputs = dict(
+            (
+                await s.execute(
+                    select(TraceSession.pk, TraceSession.output)
+                    .where(TraceSession.pk.in_([judged.session_pk for judged in batch]))
+                    .order_by(TraceSession.pk)
+                    .with_for_update()
+                )
+            ).all()
+        )
         for judged in batch:
-            await _store_item(s, run, names, judged)
+            if outputs.get(judged.session_pk) == judged.output:
+                await _store_item(s, run, names, judged)
 
 
 async def _mark_refused(db: Database, run: PreprodRun, judged: _Judged, exc: Exception) -> None:

@@ -215,6 +215,9 @@ class LogEvent(Base):
     event: Mapped[dict[str, Any]] = mapped_column()
     """As a span event: `{"name", "time", "attributes", "body"}`."""
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    late_for_run_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    """The pre-prod run that had already finished scoring this trace when the event arrived and
+    changed the session's output: its verdict was computed without it (a session warning)."""
 
 
 class ModelPrice(Base):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -132,11 +133,15 @@ def _resummarize(
     """Recompute session rows (pk → trace id) from all their stored spans, in two statements."""
     by_session: dict[int, list[SpanRecord]] = defaultdict(list)
     log_events = _log_events(conn, list(sessions))
+    late = _late_runs(conn, list(sessions)) if log_events else {}
     rows = conn.execute(select(_SPANS).where(_SPANS.c.session_pk.in_(list(sessions))))
     for row in rows:
         extra = log_events.get((row.session_pk, row.span_id))
         by_session[row.session_pk].append(_record(row, sessions[row.session_pk], extra))
     summaries = {pk: summarize_session(by_session[pk], books[pk]) for pk in sorted(sessions)}
+    for pk, run_ids in late.items():
+        summary = summaries[pk]
+        summaries[pk] = replace(summary, warnings=(*summary.warnings, _content_after_run(run_ids)))
     conn.execute(
         _UPDATE_SUMMARY,
         [{"session_pk": pk, **_summary_values(summary)} for pk, summary in summaries.items()],
@@ -169,6 +174,37 @@ def _log_events(conn: Connection, session_pks: list[int]) -> dict[tuple[int, str
     return result
 
 
+def _late_runs(conn: Connection, session_pks: list[int]) -> dict[int, list[str]]:
+    """Session pk → the pre-prod runs that had finished scoring it when content events arrived
+    and changed its output (`LogEvent.late_for_run_id`)."""
+    rows = conn.execute(
+        select(_SESSIONS.c.pk, _LOG_EVENTS.c.late_for_run_id)
+        .join(
+            _LOG_EVENTS,
+            and_(
+                _LOG_EVENTS.c.project_id == _SESSIONS.c.project_id,
+                _LOG_EVENTS.c.trace_id == _SESSIONS.c.trace_id,
+            ),
+        )
+        .where(_SESSIONS.c.pk.in_(session_pks), _LOG_EVENTS.c.late_for_run_id.is_not(None))
+        .distinct()
+        .order_by(_SESSIONS.c.pk, _LOG_EVENTS.c.late_for_run_id)
+    )
+    result: dict[int, list[str]] = defaultdict(list)
+    for pk, run_id in rows:
+        result[pk].append(run_id)
+    return result
+
+
+def _content_after_run(run_ids: list[str]) -> Flag:
+    runs = ", ".join(run_ids)
+    return Flag(
+        "content_after_run",
+        f"content events arrived after pre-prod run {runs} had finished and changed this "
+        "session's output; the run's verdict on it was computed without them and is kept",
+    )
+
+
 def _lock_traces(conn: Connection, keys: list[tuple[str, str]], *, shared: bool) -> None:
     """On PostgreSQL, a transaction lock per (project, trace): span writers share it, a log
     writer takes it alone, so whichever commits second sees the other's rows (a span writer
@@ -195,51 +231,87 @@ def _traces_with_log_events(conn: Connection, keys: list[tuple[str, str]]) -> se
     return {(project_id, trace_id) for project_id, trace_id in rows}
 
 
-async def write_log_events(db: Database, project_id: str, events: list[SpanLogEvent]) -> None:
+OutputsChanged = Callable[[AsyncSession, list[int]], Awaitable[dict[int, str]]]
+"""Called in the transaction that attached content events, with the sessions whose output the
+events changed; returns those a finished pre-prod run had already scored (session pk → run
+id), whose events are then marked as late for it."""
+
+
+async def write_log_events(
+    db: Database,
+    project_id: str,
+    events: list[SpanLogEvent],
+    outputs_changed: OutputsChanged | None = None,
+) -> None:
     """Store GenAI content events from /v1/logs and re-derive the sessions they belong to.
 
     An event whose span has not arrived is kept all the same: the span's write finds it
-    (`_store`) and derives the session with it.
+    (`_store`) and derives the session with it. When the events change a session's output,
+    `outputs_changed` is told in the same transaction, so whatever scored that output can be
+    redone (or flagged) with no write in between.
     """
     if not events:
         return
     keys = sorted({(project_id, event.trace_id) for event in events})
-    books: dict[str, PriceBook] = {}
+    async with db.write() as s:
+        book = await price_book(s, project_id, db)
+        conn = await s.connection()
+        sessions, outputs, inserted = await conn.run_sync(_attach_events, project_id, keys, events)
+        if not sessions:
+            return
+        books = dict.fromkeys(sessions, book)
+        summaries = await conn.run_sync(_resummarize, sessions, books)
+        changed = [pk for pk, summary in summaries.items() if summary.output != outputs[pk]]
+        if not changed or outputs_changed is None:
+            return
+        late = await outputs_changed(s, changed)
+        if late:
+            await conn.run_sync(_mark_late, late, sessions, inserted)
+            await conn.run_sync(_resummarize, {pk: sessions[pk] for pk in late}, books)
 
-    async def prepare() -> None:
-        async with db.read() as s:
-            books[project_id] = await price_book(s, project_id, db)
 
-    def store(conn: Connection) -> None:
-        _lock_traces(conn, keys, shared=False)
-        now = utcnow()
+def _attach_events(
+    conn: Connection, project_id: str, keys: list[tuple[str, str]], events: list[SpanLogEvent]
+) -> tuple[dict[int, str], dict[int, str | None], list[int]]:
+    """Insert the events; returns the sessions they belong to (pk → trace id, locked), their
+    outputs before the events, and the new events' pks."""
+    _lock_traces(conn, keys, shared=False)
+    now = utcnow()
+    inserted = conn.execute(
+        insert(_LOG_EVENTS).returning(_LOG_EVENTS.c.pk),
+        [
+            {
+                "project_id": project_id,
+                "trace_id": event.trace_id,
+                "span_id": event.span_id,
+                "event": event.event,
+                "received_at": now,
+            }
+            for event in events
+        ],
+    )
+    pks = list(inserted.scalars())
+    rows = conn.execute(
+        select(_SESSIONS.c.pk, _SESSIONS.c.trace_id, _SESSIONS.c.output)
+        .where(
+            _SESSIONS.c.project_id == project_id,
+            _SESSIONS.c.trace_id.in_([trace_id for _, trace_id in keys]),
+        )
+        .order_by(_SESSIONS.c.pk)
+        .with_for_update()
+    ).all()
+    return {pk: trace_id for pk, trace_id, _ in rows}, {pk: out for pk, _, out in rows}, pks
+
+
+def _mark_late(
+    conn: Connection, late: dict[int, str], sessions: dict[int, str], inserted: list[int]
+) -> None:
+    for session_pk, run_id in late.items():
         conn.execute(
-            insert(_LOG_EVENTS),
-            [
-                {
-                    "project_id": project_id,
-                    "trace_id": event.trace_id,
-                    "span_id": event.span_id,
-                    "event": event.event,
-                    "received_at": now,
-                }
-                for event in events
-            ],
+            update(_LOG_EVENTS)
+            .where(_LOG_EVENTS.c.pk.in_(inserted), _LOG_EVENTS.c.trace_id == sessions[session_pk])
+            .values(late_for_run_id=run_id)
         )
-        rows = conn.execute(
-            select(_SESSIONS.c.pk, _SESSIONS.c.trace_id)
-            .where(
-                _SESSIONS.c.project_id == project_id,
-                _SESSIONS.c.trace_id.in_([trace_id for _, trace_id in keys]),
-            )
-            .order_by(_SESSIONS.c.pk)
-            .with_for_update()
-        )
-        sessions = dict(rows.all())
-        if sessions:
-            _resummarize(conn, sessions, dict.fromkeys(sessions, books[project_id]))
-
-    await db.run_write(store, prepare=prepare)
 
 
 _SUMMARY_COLUMNS = (

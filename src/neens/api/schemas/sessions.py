@@ -119,8 +119,8 @@ class IngestResult(ResponseBody):
 class WarningOut(ResponseBody):
     code: str = Field(
         description="token_count_text, token_count_invalid, token_sum_overflow, "
-        "end_before_start, parent_cycle, value_too_long, cost_overflow or "
-        "correlation_key_misspelled."
+        "end_before_start, parent_cycle, value_too_long, cost_overflow, "
+        "correlation_key_misspelled or content_after_run."
     )
     message: str = Field(description="What was odd, naming the field, and what Neens did.")
 
