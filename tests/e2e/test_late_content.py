@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from neens.demo.endpoints import ChatModel, serve_one
 from neens.store.keys import CreatedKey
 from tests.e2e.test_instrumentations import (
     ANSWER,
@@ -26,7 +27,6 @@ from tests.e2e.test_instrumentations import (
     _finished,
     _provider,
     _runner_run,
-    fake_openai,
 )
 from tests.ingest.test_otlp_logs import PROTO, content_events, log_record, logs_request
 from tests.support.live import LiveServer
@@ -71,9 +71,9 @@ def _start(
         "neens.dataset_item_id": item_id,
         "neens.version_label": "local-test",
     }
-    with fake_openai(_provider) as provider:
+    with serve_one(ChatModel(_provider)) as provider:
         agent = HeldAgent(*_agent("genai-event-late", live_server, key, provider.base_url, tags))
-        return agent, len(provider.requests)
+        return agent, len(provider.calls)
 
 
 def _session(api: httpx.Client, trace_id: str) -> dict[str, Any]:
@@ -140,7 +140,7 @@ def test_content_while_the_run_is_scoring_is_scored_again_and_passes(
 
     with (
         httpx.Client(base_url=live_server.url, headers=admin) as api,
-        fake_openai(judge) as llm,
+        serve_one(ChatModel(judge)) as llm,
     ):
         run_id, (traced_id, other_id) = _run(
             api, [{"input": QUESTION, "expected_output": ANSWER}, OTHER], llm
@@ -177,7 +177,7 @@ def test_content_while_the_run_is_scoring_is_scored_again_and_passes(
 
         item = _item(api, run_id, traced_id)
         assert (item["status"], item["score"], item["passed"]) == ("scored", 1.0, True)
-        judged = [request.body["messages"][-1]["content"] for request in llm.requests]
+        judged = [request.body["messages"][-1]["content"] for request in llm.calls]
         assert f"Q: {QUESTION}\nA: {ANSWER}\nRef: {ANSWER}" in judged
         gate = api.get(f"/preprod-evals/{run_id}/gate").json()
         assert gate["passed"] is True, gate
@@ -218,7 +218,7 @@ def test_content_arriving_while_its_item_is_judged_is_judged_again(
         httpx.Client(
             base_url=live_server.url, headers={"Authorization": f"Bearer {admin_key.key}"}
         ) as api,
-        fake_openai(judge) as llm,
+        serve_one(ChatModel(judge)) as llm,
     ):
         run_id, [item_id] = _run(api, [{"input": QUESTION, "expected_output": ANSWER}], llm)
         tags = {

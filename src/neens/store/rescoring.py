@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from neens.domain.run_lifecycle import TERMINAL
 from neens.store.jobs import requeue
 from neens.store.models import PreprodItem, PreprodRun
-from neens.store.runs import RUN_JOBS, TERMINAL, job_key
+from neens.store.runs import RUN_JOBS, job_key
 
 VERDICTS = ("scored", "error")
 """Item statuses that carry a verdict computed on the session's output."""
