@@ -11,7 +11,8 @@ from neens.domain.metrics import JudgeScore
 from neens.domain.preprod import CohortStats, ItemOutcome
 from neens.errors import NotFound
 from neens.store.db import Database
-from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
+from neens.store.models import PreprodItem, Score, TraceSession
+from neens.store.tenancy import RUN, owned
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +41,7 @@ def cohort_from_stamp(stamp: dict[str, Any] | None) -> CohortStats | None:
 
 async def run_outcomes(db: Database, project_id: str, run_id: str) -> RunOutcomes:
     async with db.read() as s:
-        run = await s.scalar(
-            select(PreprodRun).where(PreprodRun.id == run_id, PreprodRun.project_id == project_id)
-        )
-        if run is None:
-            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        run = await owned(s, RUN, project_id, run_id)
         rows = (
             await s.execute(
                 select(PreprodItem, TraceSession)
@@ -87,13 +84,7 @@ async def run_outcomes(db: Database, project_id: str, run_id: str) -> RunOutcome
 async def run_scores(db: Database, project_id: str, run_id: str) -> list[JudgeScore]:
     """Every judge verdict stored for the run's sessions (one per judge and session)."""
     async with db.read() as s:
-        exists = await s.scalar(
-            select(PreprodRun.id).where(
-                PreprodRun.id == run_id, PreprodRun.project_id == project_id
-            )
-        )
-        if exists is None:
-            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        await owned(s, RUN, project_id, run_id)
         rows = (
             await s.execute(
                 select(Score, TraceSession.trace_id)
@@ -119,13 +110,7 @@ async def captured_session(db: Database, project_id: str, run_id: str, item_id: 
     """The session (trace id) captured for `item_id` in `run_id`, or None when nothing was
     captured. Raises NotFound for an unknown run or item."""
     async with db.read() as s:
-        run = await s.scalar(
-            select(PreprodRun.id).where(
-                PreprodRun.id == run_id, PreprodRun.project_id == project_id
-            )
-        )
-        if run is None:
-            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run")
+        await owned(s, RUN, project_id, run_id, field="run")
         row = (
             await s.execute(
                 select(PreprodItem.pk, TraceSession.trace_id)
