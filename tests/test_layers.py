@@ -19,8 +19,12 @@ MAY_IMPORT: dict[str, set[str]] = {
     "store": {"store", "domain"} | SHARED,
     "queue": {"queue", "store", "domain"} | SHARED,
     "engine": {"engine", "queue", "store", "ingest", "domain"} | SHARED,
+    "views": {"views", "store", "domain"} | SHARED,
 }
 """What each layer may import from `neens`; `api` and the CLI sit on top and may import all."""
+
+ABOVE_VIEWS = {"api"}
+"""The only layer that calls the views (pages and MCP tools, when they come, join it)."""
 
 
 def _neens_imports(path: Path) -> list[tuple[int, str]]:
@@ -52,6 +56,17 @@ def test_a_layer_imports_only_the_layers_below_it(layer: str) -> None:
         if target not in MAY_IMPORT[layer]
     ]
     assert upward == []
+
+
+def test_only_the_api_calls_the_views() -> None:
+    callers = sorted(
+        f"{path.relative_to(SRC.parent)}:{line}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path.relative_to(SRC).parts[0] not in ABOVE_VIEWS | {"views"}
+        for line, target in _neens_imports(path)
+        if target == "views"
+    )
+    assert callers == []
 
 
 def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:

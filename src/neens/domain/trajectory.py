@@ -17,12 +17,15 @@ did is hidden by the diff.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Literal
 
-__all__ = ["Step", "StepDiff", "StepDiffStatus", "diff_trajectories"]
+from neens.domain.conventions import span_view
+from neens.domain.spans import SpanRecord
+
+__all__ = ["STEP_KINDS", "Step", "StepDiff", "StepDiffStatus", "diff_trajectories", "steps_of"]
 
 StepDiffStatus = Literal["same", "changed", "added", "removed"]
 
@@ -46,6 +49,21 @@ class StepDiff:
     candidate: Step | None
     baseline_index: int | None
     candidate_index: int | None
+
+
+STEP_KINDS = ("llm", "tool", "retriever")
+"""Span kinds that are steps; an agent span is a step too when it is a sub-agent call."""
+
+
+def steps_of(records: Iterable[SpanRecord]) -> list[Step]:
+    """A session's steps, in the order given (the store gives start order): its LLM, tool and
+    retriever calls, and its sub-agent calls (agent spans with a parent)."""
+    steps = []
+    for record in records:
+        view = span_view(record)
+        if view.kind in STEP_KINDS or (view.kind == "agent" and record.parent_span_id):
+            steps.append(Step(view.kind, record.name, view.input, view.output))
+    return steps
 
 
 def diff_trajectories(baseline: Sequence[Step], candidate: Sequence[Step]) -> list[StepDiff]:

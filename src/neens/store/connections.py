@@ -9,10 +9,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.errors import Conflict, NotFound
+from neens.errors import Conflict
 from neens.store.db import Database
 from neens.store.ids import new_id
 from neens.store.models import AgentConnection
+from neens.store.tenancy import CONNECTION, in_project, owned, owned_by
 from neens.store.types import utcnow
 
 
@@ -54,7 +55,7 @@ async def _refuse_taken_name(
 ) -> None:
     exists = await s.scalar(
         select(AgentConnection.id).where(
-            AgentConnection.project_id == project_id,
+            owned_by(AgentConnection, project_id),
             AgentConnection.name == name,
             AgentConnection.id != (connection_id or ""),
         )
@@ -85,13 +86,7 @@ async def update_connection(
         fields["headers"] = db.secrets.seal_headers(fields["headers"])
     dropped: list[str] = []
     async with db.write() as s:
-        row = await s.scalar(
-            select(AgentConnection).where(
-                AgentConnection.id == connection_id, AgentConnection.project_id == project_id
-            )
-        )
-        if row is None:
-            raise NotFound(f"no agent connection {connection_id!r}", field="connection_id")
+        row = await owned(s, CONNECTION, project_id, connection_id)
         if "name" in fields and fields["name"] != row.name:
             await _refuse_taken_name(s, project_id, fields["name"], row.id)
         if "url" in fields and fields["url"] != row.url and "headers" not in fields:
@@ -105,23 +100,15 @@ async def update_connection(
 
 async def get_connection(db: Database, project_id: str, connection_id: str) -> ConnectionInfo:
     async with db.read() as s:
-        row = await s.scalar(
-            select(AgentConnection).where(
-                AgentConnection.id == connection_id, AgentConnection.project_id == project_id
-            )
-        )
-    if row is None:
-        raise NotFound(
-            f"no agent connection {connection_id!r} in this project", field="agent_connection_id"
-        )
+        row = await owned(s, CONNECTION, project_id, connection_id)
     return _info(row)
 
 
 async def list_connections(db: Database, project_id: str) -> list[ConnectionInfo]:
     async with db.read() as s:
         rows = await s.scalars(
-            select(AgentConnection)
-            .where(AgentConnection.project_id == project_id)
-            .order_by(AgentConnection.created_at, AgentConnection.id)
+            in_project(AgentConnection, project_id).order_by(
+                AgentConnection.created_at, AgentConnection.id
+            )
         )
         return [_info(r) for r in rows]

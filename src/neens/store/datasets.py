@@ -13,6 +13,7 @@ from neens.errors import Conflict, NotFound
 from neens.store.db import Database
 from neens.store.ids import new_id
 from neens.store.models import Dataset, DatasetItem, DatasetVersion, GoldenMark
+from neens.store.tenancy import DATASET, owned, owned_by
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ def _dataset_query(project_id: str) -> Select[Any]:
     )
     count = select(func.count()).where(DatasetVersion.dataset_id == Dataset.id).scalar_subquery()
     return select(Dataset, _golden_version_id(Dataset.id), latest, count).where(
-        Dataset.project_id == project_id
+        owned_by(Dataset, project_id)
     )
 
 
@@ -82,18 +83,13 @@ def _dataset_info(row: Any) -> DatasetInfo:
 
 
 async def _require_dataset(s: AsyncSession, project_id: str, dataset_id: str) -> Dataset:
-    dataset = await s.scalar(
-        select(Dataset).where(Dataset.id == dataset_id, Dataset.project_id == project_id)
-    )
-    if dataset is None:
-        raise NotFound(f"no dataset {dataset_id!r} in this project", field="dataset_id")
-    return dataset
+    return await owned(s, DATASET, project_id, dataset_id)
 
 
 async def create_dataset(db: Database, project_id: str, name: str) -> DatasetInfo:
     async with db.write() as s:
         exists = await s.scalar(
-            select(Dataset.id).where(Dataset.project_id == project_id, Dataset.name == name)
+            select(Dataset.id).where(owned_by(Dataset, project_id), Dataset.name == name)
         )
         if exists is not None:
             raise Conflict(
@@ -120,7 +116,7 @@ async def get_dataset(db: Database, project_id: str, dataset_id: str) -> Dataset
     async with db.read() as s:
         row = (await s.execute(_dataset_query(project_id).where(Dataset.id == dataset_id))).first()
     if row is None:
-        raise NotFound(f"no dataset {dataset_id!r} in this project", field="dataset_id")
+        raise DATASET.missing(dataset_id)
     return _dataset_info(row)
 
 
@@ -130,13 +126,7 @@ async def create_version(
     """Snapshot `items` as the dataset's next version, in the order given."""
     async with db.write() as s:
         # Lock the dataset row (PostgreSQL) so concurrent pushes get distinct version numbers.
-        dataset = await s.scalar(
-            select(Dataset)
-            .where(Dataset.id == dataset_id, Dataset.project_id == project_id)
-            .with_for_update()
-        )
-        if dataset is None:
-            raise NotFound(f"no dataset {dataset_id!r} in this project", field="dataset_id")
+        await owned(s, DATASET, project_id, dataset_id, for_update=True)
         number = (
             await s.scalar(
                 select(func.max(DatasetVersion.number)).where(

@@ -9,11 +9,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.errors import NotFound
 from neens.store.db import Database
 from neens.store.ids import new_id
 from neens.store.jobs import JobKind, enqueue
 from neens.store.models import Insight, NotificationDelivery, NotificationSink
+from neens.store.tenancy import SINK, owned, owned_by
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,7 @@ async def add_insight(
     s.add(insight)
     await s.flush()
     sinks = await s.scalars(
-        select(NotificationSink.id).where(NotificationSink.project_id == project_id)
+        select(NotificationSink.id).where(owned_by(NotificationSink, project_id))
     )
     for sink_id in sinks:
         delivery = NotificationDelivery(sink_id=sink_id, insight_id=insight.id, status="pending")
@@ -85,7 +85,7 @@ async def add_insight(
 async def list_insights(
     db: Database, project_id: str, *, run_id: str | None, limit: int
 ) -> list[InsightInfo]:
-    query = select(Insight).where(Insight.project_id == project_id)
+    query = select(Insight).where(owned_by(Insight, project_id))
     if run_id is not None:
         query = query.where(Insight.run_id == run_id)
     async with db.read() as s:
@@ -115,7 +115,7 @@ async def list_sinks(db: Database, project_id: str) -> list[SinkInfo]:
     async with db.read() as s:
         rows = await s.scalars(
             select(NotificationSink)
-            .where(NotificationSink.project_id == project_id)
+            .where(owned_by(NotificationSink, project_id))
             .order_by(NotificationSink.created_at, NotificationSink.id)
         )
         return [SinkInfo(r.id, r.name, r.url, sorted(r.headers), r.created_at) for r in rows]
@@ -123,13 +123,7 @@ async def list_sinks(db: Database, project_id: str) -> list[SinkInfo]:
 
 async def list_deliveries(db: Database, project_id: str, sink_id: str) -> list[DeliveryInfo]:
     async with db.read() as s:
-        sink = await s.scalar(
-            select(NotificationSink.id).where(
-                NotificationSink.id == sink_id, NotificationSink.project_id == project_id
-            )
-        )
-        if sink is None:
-            raise NotFound(f"no notification sink {sink_id!r} in this project", field="sink_id")
+        await owned(s, SINK, project_id, sink_id)
         rows = await s.scalars(
             select(NotificationDelivery)
             .where(NotificationDelivery.sink_id == sink_id)

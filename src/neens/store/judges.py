@@ -9,10 +9,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.errors import Conflict, NotFound, Unprocessable
+from neens.errors import Conflict, Unprocessable
 from neens.store.db import Database
 from neens.store.ids import new_id
 from neens.store.models import Judge
+from neens.store.tenancy import JUDGE, in_project, owned, owned_by
 
 PRIMARY_SCORE = "Primary Score"
 SIMILARITY_JUDGE = "Expected-output similarity"
@@ -55,7 +56,7 @@ async def ensure_primary(s: AsyncSession, project_id: str) -> str:
     works offline out of the box; add or reweight components with `PATCH /judges/{id}`.
     """
     primary = await s.scalar(
-        select(Judge.id).where(Judge.project_id == project_id, Judge.is_primary.is_(True))
+        select(Judge.id).where(owned_by(Judge, project_id), Judge.is_primary.is_(True))
     )
     if primary is not None:
         return primary
@@ -92,9 +93,7 @@ async def create_judge(
 ) -> JudgeInfo:
     async with db.write() as s:
         await ensure_primary(s, project_id)
-        if await s.scalar(
-            select(Judge.id).where(Judge.project_id == project_id, Judge.name == name)
-        ):
+        if await s.scalar(select(Judge.id).where(owned_by(Judge, project_id), Judge.name == name)):
             raise Conflict(f"a judge named {name!r} already exists", field="name")
         if type == "composite":
             await check_components(s, project_id, config["components"], None)
@@ -119,16 +118,13 @@ async def check_components(
     """Composite components must be scoreable judges of the project, and form no cycle."""
     ids = [c["judgeId"] for c in components]
     rows = {
-        r.id: r
-        for r in await s.scalars(
-            select(Judge).where(Judge.project_id == project_id, Judge.id.in_(ids))
-        )
+        r.id: r for r in await s.scalars(in_project(Judge, project_id).where(Judge.id.in_(ids)))
     }
     for index, component_id in enumerate(ids):
         row = rows.get(component_id)
         field = f"components[{index}].judgeId"
         if row is None:
-            raise NotFound(f"no judge {component_id!r} in this project", field=field)
+            raise JUDGE.missing(component_id, field=field)
         if row.type == "classifier":
             raise Unprocessable(
                 f"judge {row.name!r} is a classifier: it assigns labels, not scores, "
@@ -163,11 +159,7 @@ async def update_judge(
     db: Database, project_id: str, judge_id: str, fields: dict[str, Any]
 ) -> JudgeInfo:
     async with db.write() as s:
-        row = await s.scalar(
-            select(Judge).where(Judge.id == judge_id, Judge.project_id == project_id)
-        )
-        if row is None:
-            raise NotFound(f"no judge {judge_id!r} in this project", field="judge_id")
+        row = await owned(s, JUDGE, project_id, judge_id)
         if "components" in fields:
             if row.type != "composite":
                 raise Unprocessable("only a composite judge has components", field="components")
@@ -182,19 +174,13 @@ async def update_judge(
 async def list_judges(db: Database, project_id: str) -> list[JudgeInfo]:
     async with db.write() as s:
         await ensure_primary(s, project_id)
-        rows = await s.scalars(
-            select(Judge).where(Judge.project_id == project_id).order_by(Judge.created_at, Judge.id)
-        )
+        rows = await s.scalars(in_project(Judge, project_id).order_by(Judge.created_at, Judge.id))
         return [_info(r) for r in rows]
 
 
 async def get_judge(db: Database, project_id: str, judge_id: str) -> JudgeInfo:
     async with db.read() as s:
-        row = await s.scalar(
-            select(Judge).where(Judge.id == judge_id, Judge.project_id == project_id)
-        )
-    if row is None:
-        raise NotFound(f"no judge {judge_id!r} in this project", field="judge_id")
+        row = await owned(s, JUDGE, project_id, judge_id)
     return _info(row)
 
 
@@ -204,9 +190,7 @@ async def judges_by_id(s: AsyncSession, project_id: str, ids: list[str]) -> dict
     frontier = list(ids)
     while frontier:
         rows = await s.scalars(
-            select(Judge).where(
-                Judge.project_id == project_id, Judge.id.in_(frontier), Judge.id.notin_(found)
-            )
+            in_project(Judge, project_id).where(Judge.id.in_(frontier), Judge.id.notin_(found))
         )
         frontier = []
         for row in rows:
@@ -222,16 +206,13 @@ async def resolve_run_judges(s: AsyncSession, project_id: str, ids: list[str] | 
     if ids is None:
         return [await ensure_primary(s, project_id)]
     rows = {
-        r.id: r
-        for r in await s.scalars(
-            select(Judge).where(Judge.project_id == project_id, Judge.id.in_(ids))
-        )
+        r.id: r for r in await s.scalars(in_project(Judge, project_id).where(Judge.id.in_(ids)))
     }
     for index, judge_id in enumerate(ids):
         field = f"judge_deployment_ids[{index}]"
         row = rows.get(judge_id)
         if row is None:
-            raise NotFound(f"no judge {judge_id!r} in this project", field=field)
+            raise JUDGE.missing(judge_id, field=field)
         if not row.enabled:
             raise Unprocessable(f"judge {row.name!r} is disabled", field=field)
     if all(rows[j].type == "classifier" for j in ids):

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from neens.domain.pricing import Price, PriceBook
 from neens.store.db import Database, upsert_insert
 from neens.store.models import ModelPrice
+from neens.store.tenancy import owned_by
 from neens.store.types import utcnow
 
 PRICE_MEMO_SECONDS = 5.0
@@ -23,7 +24,7 @@ async def price_book(s: AsyncSession, project_id: str, db: Database | None = Non
         if remembered is not None:
             assert isinstance(remembered, PriceBook)
             return remembered
-    rows = await s.scalars(select(ModelPrice).where(ModelPrice.project_id == project_id))
+    rows = await s.scalars(select(ModelPrice).where(owned_by(ModelPrice, project_id)))
     book = PriceBook({r.model: Price(r.input_per_mtok_usd, r.output_per_mtok_usd) for r in rows})
     if db is not None:
         db.memo_set("prices", project_id, book)
@@ -49,7 +50,7 @@ async def delete_price(db: Database, project_id: str, model: str) -> bool:
     """Remove an override; False when there was none."""
     async with db.write() as s:
         result = await s.execute(
-            delete(ModelPrice).where(ModelPrice.project_id == project_id, ModelPrice.model == model)
+            delete(ModelPrice).where(owned_by(ModelPrice, project_id), ModelPrice.model == model)
         )
     db.memo_forget("prices", project_id)
     return bool(getattr(result, "rowcount", 0))
@@ -58,6 +59,6 @@ async def delete_price(db: Database, project_id: str, model: str) -> bool:
 async def list_prices(db: Database, project_id: str) -> dict[str, Price]:
     async with db.read() as s:
         rows = await s.scalars(
-            select(ModelPrice).where(ModelPrice.project_id == project_id).order_by(ModelPrice.model)
+            select(ModelPrice).where(owned_by(ModelPrice, project_id)).order_by(ModelPrice.model)
         )
         return {r.model: Price(r.input_per_mtok_usd, r.output_per_mtok_usd) for r in rows}

@@ -12,7 +12,8 @@ from neens.domain.preprod import CohortStats, ItemOutcome
 from neens.domain.run_lifecycle import RunStatus
 from neens.errors import NotFound
 from neens.store.db import Database
-from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
+from neens.store.models import PreprodItem, Score, TraceSession
+from neens.store.tenancy import RUN, owned
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +63,7 @@ def item_outcome(item: PreprodItem, session: TraceSession | None = None) -> Item
 
 async def run_outcomes(db: Database, project_id: str, run_id: str) -> RunOutcomes:
     async with db.read() as s:
-        run = await s.scalar(
-            select(PreprodRun).where(PreprodRun.id == run_id, PreprodRun.project_id == project_id)
-        )
-        if run is None:
-            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        run = await owned(s, RUN, project_id, run_id)
         rows = (
             await s.execute(
                 select(PreprodItem, TraceSession)
@@ -91,13 +88,7 @@ async def run_outcomes(db: Database, project_id: str, run_id: str) -> RunOutcome
 async def run_scores(db: Database, project_id: str, run_id: str) -> list[JudgeScore]:
     """Every judge verdict stored for the run's sessions (one per judge and session)."""
     async with db.read() as s:
-        exists = await s.scalar(
-            select(PreprodRun.id).where(
-                PreprodRun.id == run_id, PreprodRun.project_id == project_id
-            )
-        )
-        if exists is None:
-            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        await owned(s, RUN, project_id, run_id)
         rows = (
             await s.execute(
                 select(Score, TraceSession.trace_id)
@@ -123,13 +114,7 @@ async def captured_session(db: Database, project_id: str, run_id: str, item_id: 
     """The session (trace id) captured for `item_id` in `run_id`, or None when nothing was
     captured. Raises NotFound for an unknown run or item."""
     async with db.read() as s:
-        run = await s.scalar(
-            select(PreprodRun.id).where(
-                PreprodRun.id == run_id, PreprodRun.project_id == project_id
-            )
-        )
-        if run is None:
-            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run")
+        await owned(s, RUN, project_id, run_id, field="run")
         row = (
             await s.execute(
                 select(PreprodItem.pk, TraceSession.trace_id)

@@ -29,8 +29,6 @@ from neens.store.ids import new_id
 from neens.store.jobs import LIVE, MAX_ATTEMPTS, JobKind, enqueue
 from neens.store.judges import resolve_run_judges
 from neens.store.models import (
-    AgentConnection,
-    Dataset,
     DatasetItem,
     DatasetVersion,
     GoldenMark,
@@ -41,6 +39,7 @@ from neens.store.models import (
 )
 from neens.store.run_lifecycle import move, open_run
 from neens.store.sessions import untagged_traces_hint
+from neens.store.tenancy import CONNECTION, DATASET, RUN, in_project, owned
 from neens.store.types import storable_text, utcnow
 
 log = logging.getLogger("neens.runs")
@@ -215,11 +214,7 @@ async def create_run(db: Database, project_id: str, new: NewRun) -> str:
 
 async def _replayed_version(s: AsyncSession, project_id: str, new: NewRun) -> tuple[str, str]:
     """(dataset id, version id) the run replays: the pinned version, else the golden one."""
-    dataset = await s.scalar(
-        select(Dataset).where(Dataset.id == new.dataset_id, Dataset.project_id == project_id)
-    )
-    if dataset is None:
-        raise NotFound(f"no dataset {new.dataset_id!r} in this project", field="dataset_id")
+    dataset = await owned(s, DATASET, project_id, new.dataset_id)
     version_id = new.dataset_version_id
     if version_id is None:
         version_id = await _golden_version(s, dataset.id)
@@ -250,17 +245,7 @@ async def _connection_model(
     """(model, provider) of the agent connection, frozen into the run; (None, None) without one."""
     if connection_id is None:
         return None, None
-    connection = await s.scalar(
-        select(AgentConnection).where(
-            AgentConnection.id == connection_id,
-            AgentConnection.project_id == project_id,
-        )
-    )
-    if connection is None:
-        raise NotFound(
-            f"no agent connection {connection_id!r} in this project",
-            field="agent_connection_id",
-        )
+    connection = await owned(s, CONNECTION, project_id, connection_id, field="agent_connection_id")
     return connection.model, connection.provider
 
 
@@ -270,16 +255,7 @@ async def _check_baseline_run(
     """A baseline run must exist in the project and have replayed the same dataset version."""
     if baseline is None or baseline.get("kind") != "preprod_run":
         return
-    prior = await s.scalar(
-        select(PreprodRun).where(
-            PreprodRun.id == baseline["value"], PreprodRun.project_id == project_id
-        )
-    )
-    if prior is None:
-        raise NotFound(
-            f"no pre-prod run {baseline['value']!r} in this project",
-            field="baseline.value",
-        )
+    prior = await owned(s, RUN, project_id, baseline["value"], field="baseline.value")
     if prior.dataset_version_id != version_id:
         raise Unprocessable(
             f"baseline run {prior.id} replayed dataset version {prior.dataset_version_id}, "
@@ -306,7 +282,7 @@ async def _freeze_items(s: AsyncSession, run_id: str, version_id: str) -> None:
 
 
 def _run_query(project_id: str) -> Any:
-    return select(PreprodRun).where(PreprodRun.project_id == project_id)
+    return in_project(PreprodRun, project_id)
 
 
 async def status_counts(s: AsyncSession, run_ids: list[str]) -> dict[str, dict[str, int]]:
@@ -430,9 +406,7 @@ def last_line(error: str | None) -> str:
 
 async def get_run(db: Database, project_id: str, run_id: str) -> RunInfo:
     async with db.read() as s:
-        row = await s.scalar(_run_query(project_id).where(PreprodRun.id == run_id))
-        if row is None:
-            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        row = await owned(s, RUN, project_id, run_id)
         info = _info(row, (await status_counts(s, [row.id]))[row.id], await jobs_of(s, [row.id]))
         waiting = info.waiting
         if waiting is not None and waiting.on == "traces":
@@ -459,9 +433,7 @@ async def list_runs(
 
 async def list_items(db: Database, project_id: str, run_id: str) -> list[RunItem]:
     async with db.read() as s:
-        exists = await s.scalar(_run_query(project_id).where(PreprodRun.id == run_id))
-        if exists is None:
-            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        await owned(s, RUN, project_id, run_id)
         rows = await s.execute(
             select(PreprodItem, TraceSession.trace_id)
             .outerjoin(TraceSession, TraceSession.pk == PreprodItem.session_pk)
@@ -488,11 +460,7 @@ async def list_items(db: Database, project_id: str, run_id: str) -> list[RunItem
 async def cancel_run(db: Database, project_id: str, run_id: str) -> None:
     """Cancel an unfinished run. Cancelled is terminal: no trace links to it afterwards."""
     async with db.write() as s:
-        row = await s.scalar(
-            _run_query(project_id).where(PreprodRun.id == run_id).with_for_update()
-        )
-        if row is None:
-            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        row = await owned(s, RUN, project_id, run_id, for_update=True)
         if row.status in TERMINAL:
             raise Conflict(f"run {run_id} is already {row.status}", field="run_id")
         await move(s, row, "cancelled")
@@ -532,11 +500,7 @@ async def report_item_error(
     Returns True when this was the last pending item and scoring was dispatched.
     """
     async with db.write() as s:
-        run = await s.scalar(
-            _run_query(project_id).where(PreprodRun.id == run_id).with_for_update()
-        )
-        if run is None:
-            raise NotFound(f"no pre-prod run {run_id!r} in this project", field="run_id")
+        run = await owned(s, RUN, project_id, run_id, for_update=True)
         if run.runner_mode != "runner":
             raise Conflict(
                 f"run {run_id} is in push mode: Neens records its items' failures itself",

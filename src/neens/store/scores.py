@@ -10,6 +10,7 @@ from sqlalchemy import select
 from neens.domain.judges import Verdict, passes
 from neens.store.db import Database
 from neens.store.models import Score, TraceSession
+from neens.store.tenancy import owned_by
 from neens.store.types import storable_text
 
 
@@ -74,7 +75,7 @@ async def list_scores(
     query = (
         select(Score, TraceSession.trace_id)
         .join(TraceSession, TraceSession.pk == Score.session_pk)
-        .where(Score.project_id == project_id)
+        .where(owned_by(Score, project_id))
     )
     if source is not None:
         query = query.where(Score.source == source)

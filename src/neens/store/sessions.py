@@ -32,10 +32,10 @@ from neens.domain.conventions import EVAL_RUN_ID_KEY, Flag, SpanView, safe_label
 from neens.domain.pricing import PriceBook
 from neens.domain.sessions import SessionSummary, summarize_session
 from neens.domain.spans import Rejection, SpanLogEvent, SpanRecord
-from neens.errors import NotFound
 from neens.store.db import Database, dialect_insert
 from neens.store.models import LogEvent, Span, TraceSession
 from neens.store.pricing import price_book
+from neens.store.tenancy import SESSION, in_project, owned, owned_by
 from neens.store.types import utcnow
 
 
@@ -587,7 +587,7 @@ async def reprice_model(db: Database, project_id: str, model: str) -> int:
         rows = await s.execute(
             select(TraceSession.pk, TraceSession.trace_id)
             .where(
-                TraceSession.project_id == project_id,
+                owned_by(TraceSession, project_id),
                 TraceSession.pk.in_(
                     select(Span.session_pk).where(func.lower(Span.model) == model.lower())
                 ),
@@ -640,7 +640,7 @@ async def list_sessions(
     db: Database, project_id: str, filt: SessionFilter, *, limit: int, before: int | None
 ) -> tuple[list[StoredSession], int | None]:
     """Newest first. Returns the page and the cursor for the next page (None on the last)."""
-    query = select(TraceSession).where(TraceSession.project_id == project_id)
+    query = in_project(TraceSession, project_id)
     if filt.agent_name is not None:
         query = query.where(TraceSession.agent_name == filt.agent_name)
     if filt.start is not None:
@@ -661,13 +661,7 @@ async def list_sessions(
 
 async def get_session(db: Database, project_id: str, trace_id: str) -> StoredSession:
     async with db.read() as s:
-        row = await s.scalar(
-            select(TraceSession).where(
-                TraceSession.project_id == project_id, TraceSession.trace_id == trace_id
-            )
-        )
-        if row is None:
-            raise NotFound(f"no session {trace_id!r} in this project", field="session_id")
+        row = await owned(s, SESSION, project_id, trace_id)
         spans = await s.scalars(
             select(Span).where(Span.session_pk == row.pk).order_by(Span.start_time, Span.pk)
         )
@@ -693,7 +687,7 @@ async def untagged_traces_hint(s: AsyncSession, project_id: str, since: datetime
     rows = await s.scalars(
         select(TraceSession.warnings)
         .where(
-            TraceSession.project_id == project_id,
+            owned_by(TraceSession, project_id),
             TraceSession.created_at >= since,
             TraceSession.eval_run_id.is_(None),
         )

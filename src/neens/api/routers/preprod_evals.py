@@ -18,6 +18,7 @@ from neens.api.schemas.preprod import (
 from neens.domain.gate import parse_gate_policy
 from neens.errors import Unprocessable
 from neens.store import runs as store
+from neens.views.runs import run_detail, run_items
 
 router = APIRouter(prefix="/preprod-evals", tags=["preprod-evals"])
 
@@ -102,13 +103,13 @@ async def list_runs(
 
 @router.get("/{run_id}", operation_id="preprod_evals-get")
 async def get_run(run_id: str, principal: AnyKey, db: DbDep) -> PreprodOut:
-    return run_out(await store.get_run(db, principal.project_id, run_id))
+    return run_out(await run_detail(db, principal.project_id, run_id))
 
 
 @router.get("/{run_id}/items", operation_id="preprod_evals-items")
 async def list_items(run_id: str, principal: AnyKey, db: DbDep) -> PreprodItemList:
     """The frozen prompts to drive the agent with, and each one's capture and verdict."""
-    items = await store.list_items(db, principal.project_id, run_id)
+    items = await run_items(db, principal.project_id, run_id)
     return PreprodItemList(items=[_item_out(i) for i in items])
 
 

@@ -1,5 +1,5 @@
-"""A run's verdict surfaces: `/gate`, `/comparison`, `/metrics`. Every number comes from the
-domain functions, so the CLI, the pages and the API cannot disagree."""
+"""A run's verdict surfaces: `/gate`, `/comparison`, `/metrics`. Every number comes from
+`neens.views.runs`, so the CLI, the pages and the API cannot disagree."""
 
 from __future__ import annotations
 
@@ -18,11 +18,8 @@ from neens.api.schemas.review import (
     MetricOut,
     MetricsOut,
 )
-from neens.domain.comparison import compare_run
-from neens.domain.gate import evaluate_gate, parse_gate_policy
-from neens.domain.metrics import metrics_rollup
-from neens.domain.preprod import CohortStats, items_cohort
-from neens.store.review import run_outcomes, run_scores
+from neens.domain.preprod import CohortStats
+from neens.views.runs import run_comparison, run_gate, run_metrics
 
 router = APIRouter(prefix="/preprod-evals", tags=["preprod-evals"])
 
@@ -39,22 +36,14 @@ def _cohort(stats: CohortStats) -> CohortOut:
 )
 async def get_gate(run_id: str, principal: AnyKey, db: DbDep) -> Any:
     """Pass or fail, with reasons. Never green before the candidate was evaluated."""
-    outcomes = await run_outcomes(db, principal.project_id, run_id)
-    result = evaluate_gate(
-        outcomes.status,
-        outcomes.items,
-        parse_gate_policy(outcomes.gate),
-        items_cohort(outcomes.items),
-        outcomes.baseline,
-    )
+    result = await run_gate(db, principal.project_id, run_id)
     return JSONResponse(result.to_dict())
 
 
 @router.get("/{run_id}/comparison", operation_id="preprod_evals-comparison")
 async def get_comparison(run_id: str, principal: AnyKey, db: DbDep) -> ComparisonOut:
     """Per-item verdicts against the baseline, regressions, new passes and cohort deltas."""
-    outcomes = await run_outcomes(db, principal.project_id, run_id)
-    result = compare_run(outcomes.items, items_cohort(outcomes.items), outcomes.baseline)
+    result = await run_comparison(db, principal.project_id, run_id)
     return ComparisonOut(
         rows=[ComparisonRowOut(**asdict(row)) for row in result.rows],
         regressions=list(result.regressions),
@@ -70,5 +59,5 @@ async def get_comparison(run_id: str, principal: AnyKey, db: DbDep) -> Compariso
 @router.get("/{run_id}/metrics", operation_id="preprod_evals-metrics")
 async def get_metrics(run_id: str, principal: AnyKey, db: DbDep) -> MetricsOut:
     """One row per judge metric over the run's scored sessions; empty when nothing is scored."""
-    rows = metrics_rollup(await run_scores(db, principal.project_id, run_id))
+    rows = await run_metrics(db, principal.project_id, run_id)
     return MetricsOut(metrics=[MetricOut(**asdict(row)) for row in rows])

@@ -1,0 +1,45 @@
+"""One run's answers: its gate, its comparison with the baseline, its metrics, its detail and
+its frozen items."""
+
+from __future__ import annotations
+
+from neens.domain.comparison import Comparison, compare_run
+from neens.domain.gate import GateResult, evaluate_gate, parse_gate_policy
+from neens.domain.metrics import MetricRow, metrics_rollup
+from neens.domain.preprod import items_cohort
+from neens.store import runs as store
+from neens.store.db import Database
+from neens.store.review import run_outcomes, run_scores
+
+
+async def run_gate(db: Database, project_id: str, run_id: str) -> GateResult:
+    """Pass or fail, with reasons. Never green before the candidate was evaluated."""
+    outcomes = await run_outcomes(db, project_id, run_id)
+    return evaluate_gate(
+        outcomes.status,
+        outcomes.items,
+        parse_gate_policy(outcomes.gate),
+        items_cohort(outcomes.items),
+        outcomes.baseline,
+    )
+
+
+async def run_comparison(db: Database, project_id: str, run_id: str) -> Comparison:
+    """Per-item verdicts against the baseline, regressions, new passes and cohort deltas."""
+    outcomes = await run_outcomes(db, project_id, run_id)
+    return compare_run(outcomes.items, items_cohort(outcomes.items), outcomes.baseline)
+
+
+async def run_metrics(db: Database, project_id: str, run_id: str) -> list[MetricRow]:
+    """One row per judge metric over the run's scored sessions; empty when nothing is scored."""
+    return metrics_rollup(await run_scores(db, project_id, run_id))
+
+
+async def run_detail(db: Database, project_id: str, run_id: str) -> store.RunInfo:
+    """The run as created, its status and item counts, and what it is waiting for."""
+    return await store.get_run(db, project_id, run_id)
+
+
+async def run_items(db: Database, project_id: str, run_id: str) -> list[store.RunItem]:
+    """The frozen prompts in order, and each one's capture and verdict."""
+    return await store.list_items(db, project_id, run_id)
