@@ -12,9 +12,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from neens.domain.convention_tables import SPAN_KINDS
 from neens.domain.conventions import (
     MAX_NESTING,
-    SPAN_KINDS,
     SpanView,
     nesting_reason,
     record_unstorable_reason,

@@ -14,6 +14,8 @@ costs and comparisons while a missing one is visible. It is also flagged (`SpanV
 
 This module also owns `unstorable_text_reason`, the check that a decoded value can be stored in
 PostgreSQL at all, so the receivers and the server reject the same things with the same words.
+The conventions' own tables are in `convention_tables`, and the readers that turn message
+shapes into text in `messages`.
 """
 
 from __future__ import annotations
@@ -21,11 +23,21 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
+from neens.domain.convention_tables import (
+    AGENT_NAME_ORDER,
+    CONVENTIONS,
+    INPUT_TOKEN_KEYS,
+    OUTPUT_TOKEN_KEYS,
+    PROVIDER_KEYS,
+    SPAN_KINDS,
+    TOKEN_KEYS,
+)
+from neens.domain.messages import Side, event_content, first_text, nonblank_text, to_json
 from neens.domain.spans import SpanRecord
 
 # ---------------------------------------------------------------------------------------------
@@ -216,21 +228,6 @@ def record_unstorable_reason(record: SpanRecord) -> str | None:
 # The view
 # ---------------------------------------------------------------------------------------------
 
-SPAN_KINDS: Final = frozenset(
-    {
-        "llm",
-        "agent",
-        "tool",
-        "chain",
-        "retriever",
-        "embedding",
-        "reranker",
-        "guardrail",
-        "evaluator",
-    }
-)
-"""The kinds Neens distinguishes; anything else is the catch-all "span"."""
-
 EVAL_RUN_ID_KEY: Final = "neens.eval_run_id"
 DATASET_ITEM_ID_KEY: Final = "neens.dataset_item_id"
 VERSION_LABEL_KEY: Final = "neens.version_label"
@@ -346,9 +343,9 @@ def span_view(record: SpanRecord) -> SpanView:
     """
     attributes = record.attributes
     flags: list[Flag] = []
-    request_model = _text(attributes.get("gen_ai.request.model"))
-    response_model = _text(attributes.get("gen_ai.response.model"))
-    model = response_model or _text(attributes.get("llm.model_name")) or request_model
+    request_model = nonblank_text(attributes.get("gen_ai.request.model"))
+    response_model = nonblank_text(attributes.get("gen_ai.response.model"))
+    model = response_model or nonblank_text(attributes.get("llm.model_name")) or request_model
     if (
         record.end_time is not None
         and record.start_time is not None
@@ -361,8 +358,8 @@ def span_view(record: SpanRecord) -> SpanView:
                 f"{record.start_time.isoformat()}; its duration is not counted",
             )
         )
-    input_tokens = _first_token_count(attributes, _INPUT_TOKEN_KEYS, flags)
-    output_tokens = _first_token_count(attributes, _OUTPUT_TOKEN_KEYS, flags)
+    input_tokens = _first_token_count(attributes, INPUT_TOKEN_KEYS, flags)
+    output_tokens = _first_token_count(attributes, OUTPUT_TOKEN_KEYS, flags)
     flags.extend(_misspelled_correlation_keys(attributes))
     kind = _kind(record, has_model=model is not None)
     return SpanView(
@@ -374,7 +371,7 @@ def span_view(record: SpanRecord) -> SpanView:
         model=_bounded(model, MAX_NAME_CHARS, "model", flags),
         request_model=request_model,
         response_model=response_model,
-        provider=_first_text(attributes, _PROVIDER_KEYS),
+        provider=first_text(attributes, PROVIDER_KEYS),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         agent_name=_bounded(_agent_name(record, kind), MAX_NAME_CHARS, "agent name", flags),
@@ -486,23 +483,23 @@ def _kind(record: SpanRecord, *, has_model: bool) -> str:
     if record.kind is not None and record.kind.strip().lower() in SPAN_KINDS:
         return record.kind.strip().lower()
     attributes = record.attributes
-    if _text(attributes.get("gen_ai.tool.name")) is not None:
+    if nonblank_text(attributes.get("gen_ai.tool.name")) is not None:
         return "tool"
-    if has_model and any(key in attributes for key in _TOKEN_KEYS):
+    if has_model and any(key in attributes for key in TOKEN_KEYS):
         return "llm"
     return "span"
 
 
 def _agent_name(record: SpanRecord, kind: str) -> str | None:
-    for convention in _AGENT_NAME_ORDER:
+    for convention in AGENT_NAME_ORDER:
         if (name := convention.agent_name(record, kind)) is not None:
             return name
-    if (name := _text(record.agent_name)) is not None:
+    if (name := nonblank_text(record.agent_name)) is not None:
         return name
     if kind == "agent" and any(c.kind(record) == "agent" for c in CONVENTIONS):
         # An instrumentation's agent span is named after its agent; the native format names
         # the agent in the session itself, so its span names are not read as one.
-        return _text(record.name.removeprefix(_INVOKE_AGENT_PREFIX))
+        return nonblank_text(record.name.removeprefix(_INVOKE_AGENT_PREFIX))
     return None
 
 
@@ -515,476 +512,9 @@ def _content(record: SpanRecord, kind: str, side: Side) -> str | None:
         read = convention.input if side == "input" else convention.output
         if (value := read(record, kind)) is not None:
             return value
-    if (value := _event_content(record.events, side)) is not None:
+    if (value := event_content(record.events, side)) is not None:
         return value
     return record.input if side == "input" else record.output
-
-
-def _text(value: object) -> str | None:
-    """A non-blank string, else None: a model or agent called "" or 42 names nothing."""
-    if isinstance(value, str) and value.strip():
-        return value
-    return None
-
-
-def _first_text(attributes: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
-    for key in keys:
-        if (value := _text(attributes.get(key))) is not None:
-            return value
-    return None
-
-
-def _to_json(value: object) -> str:
-    """Structured content as JSON text; `default=str` so an odd leaf never loses the whole value."""
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _as_text(value: object) -> str | None:
-    """A content value as sent: text as is, anything structured as JSON, None when absent."""
-    if value is None:
-        return None
-    return value if isinstance(value, str) else _to_json(value)
-
-
-# ---------------------------------------------------------------------------------------------
-# Messages: the text of a conversation, whichever shape carries it
-# ---------------------------------------------------------------------------------------------
-
-Side = Literal["input", "output"]
-_ROLES: Final[Mapping[Side, frozenset[str | None]]] = {
-    "input": frozenset({"user", "human"}),
-    "output": frozenset({"assistant", "ai", "model", None}),
-}
-"""Whose message is the input (the last user message) and the output (the assistant's)."""
-
-
-def _parsed(value: object) -> object:
-    """JSON text decoded (instrumentations often send structured content as JSON strings)."""
-    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{", '"'):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return value
-
-
-def _message_list(value: object) -> list[Mapping[str, Any]] | None:
-    """The messages in `value`: a list of messages (GenAI, OpenAI), a chat request's
-    `messages`, a chat response's `choices`, or one message; None when it holds none."""
-    value = _parsed(value)
-    if isinstance(value, Mapping):
-        if isinstance(value.get("messages"), list):
-            value = value["messages"]
-        elif isinstance(value.get("choices"), list):
-            value = [
-                choice.get("message") for choice in value["choices"] if isinstance(choice, Mapping)
-            ]
-        else:
-            value = [value]
-    if not isinstance(value, list | tuple):
-        return None
-    messages = [message for message in value if isinstance(message, Mapping)]
-    return messages or None
-
-
-def _message_text(message: Mapping[str, Any]) -> str | None:
-    """The text of one message: `content` as text, or its text parts (GenAI `parts`, OpenAI
-    content parts) joined by newlines; a `gen_ai.choice` body's `message` too."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content if content.strip() else None
-    parts = message.get("parts") if content is None else content
-    if isinstance(parts, list | tuple):
-        texts = [
-            text
-            for part in parts
-            if isinstance(part, Mapping)
-            and part.get("type", "text") == "text"
-            and isinstance(text := part.get("content", part.get("text")), str)
-            and text.strip()
-        ]
-        if texts:
-            return "\n".join(texts)
-    inner = message.get("message")
-    if isinstance(inner, Mapping):
-        return _message_text(inner)
-    return None
-
-
-def _role(message: Mapping[str, Any]) -> str | None:
-    role = message.get("role")
-    if role is None and isinstance(message.get("message"), Mapping):
-        role = message["message"].get("role")
-    return role.strip().lower() if isinstance(role, str) else None
-
-
-def _messages_text(messages: Sequence[Mapping[str, Any]], side: Side) -> str | None:
-    """The last message of `side`'s roles that has text."""
-    roles = _ROLES[side]
-    for message in reversed(messages):
-        if _role(message) in roles and (text := _message_text(message)) is not None:
-            return text
-    return None
-
-
-def _conversation(value: object, side: Side) -> str | None:
-    """Message-carrying content as text: the side's message text, else the value as sent."""
-    if value is None:
-        return None
-    messages = _message_list(value)
-    if messages is not None and (text := _messages_text(messages, side)) is not None:
-        return text
-    return _as_text(value)
-
-
-def _indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """Flattened numbered attributes as a list: `p.0.role`, `p.0.content`, `p.1.role` become
-    `[{"role": ..., "content": ...}, {"role": ...}]`, ordered by number."""
-    items: dict[int, dict[str, Any]] = {}
-    for key, value in attributes.items():
-        if not key.startswith(prefix):
-            continue
-        number, dot, rest = key[len(prefix) :].partition(".")
-        if dot and number.isdigit() and len(number) < 7:
-            items.setdefault(int(number), {})[rest] = value
-    return [items[number] for number in sorted(items)]
-
-
-def _event_content(events: Sequence[Mapping[str, Any]], side: Side) -> str | None:
-    """Content from a span's events: the GenAI content events (`gen_ai.user.message`,
-    `gen_ai.choice`, ..., `gen_ai.client.inference.operation.details`), whether the instrumentation
-    sent them as span events or as OTLP log records, and the older `gen_ai.content.prompt` /
-    `gen_ai.content.completion` span events."""
-    if not events:
-        return None
-    messages: list[Mapping[str, Any]] = []
-    raw: object = None
-    for event in events:
-        name = event.get("name")
-        attributes = event.get("attributes")
-        attributes = attributes if isinstance(attributes, Mapping) else {}
-        body = _parsed(event.get("body"))
-        if name in _GENAI_MESSAGE_EVENTS and (side == "input") != (name == "gen_ai.choice"):
-            message = dict(body) if isinstance(body, Mapping) else {"content": body}
-            message.setdefault("role", _GENAI_MESSAGE_EVENTS[name])
-            messages.append(message)
-        else:
-            key = _EVENT_CONTENT_KEYS.get((name, side))
-            if key is not None and (value := attributes.get(key)) is not None:
-                messages.extend(_message_list(value) or ())
-                raw = value
-    if messages and (text := _messages_text(messages, side)) is not None:
-        return text
-    return _as_text(raw)
-
-
-_GENAI_MESSAGE_EVENTS: Final[Mapping[object, str | None]] = {
-    "gen_ai.system.message": "system",
-    "gen_ai.user.message": "user",
-    "gen_ai.assistant.message": "assistant",
-    "gen_ai.tool.message": "tool",
-    "gen_ai.choice": None,
-}
-"""GenAI's per-message content events, with the role each implies."""
-GENAI_CONTENT_EVENTS: Final = frozenset(
-    {
-        *(name for name in _GENAI_MESSAGE_EVENTS if isinstance(name, str)),
-        "gen_ai.client.inference.operation.details",
-        "gen_ai.content.prompt",
-        "gen_ai.content.completion",
-    }
-)
-"""The event names whose records the log receiver attaches to their span."""
-_EVENT_CONTENT_KEYS: Final[Mapping[tuple[object, Side], str]] = {
-    ("gen_ai.client.inference.operation.details", "input"): "gen_ai.input.messages",
-    ("gen_ai.client.inference.operation.details", "output"): "gen_ai.output.messages",
-    ("gen_ai.content.prompt", "input"): "gen_ai.prompt",
-    ("gen_ai.content.completion", "output"): "gen_ai.completion",
-}
-
-
-# ---------------------------------------------------------------------------------------------
-# The conventions, one table each
-# ---------------------------------------------------------------------------------------------
-
-KindReader = Callable[[SpanRecord], str | None]
-FieldReader = Callable[[SpanRecord, str], str | None]
-"""Reads a field of a span whose kind is already decided; None when the convention is silent."""
-
-
-@dataclass(frozen=True, slots=True)
-class Convention:
-    """How one instrumentation vocabulary says what a span is (docs/traces.md has the matrix)."""
-
-    name: str
-    kind: KindReader
-    agent_name: FieldReader
-    input: FieldReader
-    output: FieldReader
-    provider_keys: tuple[str, ...] = ()
-    input_token_keys: tuple[str, ...] = ()
-    output_token_keys: tuple[str, ...] = ()
-
-
-def _kind_from(key: str, kinds: Mapping[str, str]) -> KindReader:
-    def read(record: SpanRecord) -> str | None:
-        value = record.attributes.get(key)
-        return kinds.get(value.strip().lower()) if isinstance(value, str) else None
-
-    return read
-
-
-def _named(*keys: str, kinds: frozenset[str] | None = None) -> FieldReader:
-    def read(record: SpanRecord, kind: str) -> str | None:
-        if kinds is not None and kind not in kinds:
-            return None
-        return _first_text(record.attributes, keys)
-
-    return read
-
-
-# --- OpenInference (Arize Phoenix instrumentations) ------------------------------------------
-
-_OPENINFERENCE_KINDS: Final = {kind.lower(): kind.lower() for kind in SPAN_KINDS}
-
-
-def _openinference_content(side: Side) -> FieldReader:
-    value_key = f"{side}.value"
-    messages_prefix = f"llm.{side}_messages."
-
-    def read(record: SpanRecord, kind: str) -> str | None:
-        attributes = record.attributes
-        if kind == "llm":
-            messages = [
-                _openinference_message(item) for item in _indexed(attributes, messages_prefix)
-            ]
-            if messages and (text := _messages_text(messages, side)) is not None:
-                return text
-            if (value := attributes.get(value_key)) is not None:
-                return _conversation(value, side)
-        return _as_text(attributes.get(value_key))
-
-    return read
-
-
-def _openinference_message(item: Mapping[str, Any]) -> dict[str, Any]:
-    """One flattened `llm.input_messages.N.message.*` entry as a message."""
-    content = item.get("message.content")
-    if content is None:
-        parts = _indexed(item, "message.contents.")
-        content = [{"type": "text", "text": part.get("message_content.text")} for part in parts]
-    return {"role": item.get("message.role"), "content": content}
-
-
-OPENINFERENCE: Final = Convention(
-    name="OpenInference",
-    kind=_kind_from("openinference.span.kind", _OPENINFERENCE_KINDS),
-    agent_name=_named("agent.name"),
-    input=_openinference_content("input"),
-    output=_openinference_content("output"),
-    provider_keys=("llm.provider", "llm.system"),
-    input_token_keys=("llm.token_count.prompt",),
-    output_token_keys=("llm.token_count.completion",),
-)
-
-
-# --- OpenTelemetry GenAI semantic conventions ------------------------------------------------
-
-_GENAI_OPERATION_KINDS: Final[Mapping[str, str]] = {
-    "chat": "llm",
-    "text_completion": "llm",
-    "generate_content": "llm",
-    "invoke_agent": "agent",
-    "create_agent": "agent",
-    "execute_tool": "tool",
-    "embeddings": "embedding",
-}
-_GENAI_CONTENT_KEYS: Final[Mapping[Side, tuple[str, str, str]]] = {
-    # messages (newer), plain text (older), tool call
-    "input": ("gen_ai.input.messages", "gen_ai.prompt", "gen_ai.tool.call.arguments"),
-    "output": ("gen_ai.output.messages", "gen_ai.completion", "gen_ai.tool.call.result"),
-}
-
-
-def _genai_content(side: Side) -> FieldReader:
-    messages_key, text_key, tool_key = _GENAI_CONTENT_KEYS[side]
-
-    def read(record: SpanRecord, kind: str) -> str | None:
-        attributes = record.attributes
-        if kind == "tool" and (value := attributes.get(tool_key)) is not None:
-            return _as_text(value)
-        for key in (messages_key, text_key):
-            if (value := attributes.get(key)) is not None:
-                return _conversation(value, side)
-        return None
-
-    return read
-
-
-GENAI: Final = Convention(
-    name="OpenTelemetry GenAI",
-    kind=_kind_from("gen_ai.operation.name", _GENAI_OPERATION_KINDS),
-    agent_name=_named("gen_ai.agent.name"),
-    input=_genai_content("input"),
-    output=_genai_content("output"),
-    provider_keys=("gen_ai.provider.name", "gen_ai.system"),
-    input_token_keys=("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
-    output_token_keys=("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
-)
-
-
-# --- OpenLLMetry (Traceloop) -----------------------------------------------------------------
-
-_TRACELOOP_KINDS: Final[Mapping[str, str]] = {
-    "agent": "agent",
-    "tool": "tool",
-    "workflow": "chain",
-    "task": "chain",
-}
-_LLM_REQUEST_KINDS: Final[Mapping[str, str]] = {
-    "chat": "llm",
-    "completion": "llm",
-    "embedding": "embedding",
-    "rerank": "reranker",
-}
-
-
-def _openllmetry_kind(record: SpanRecord) -> str | None:
-    return _kind_from("traceloop.span.kind", _TRACELOOP_KINDS)(record) or _kind_from(
-        "llm.request.type", _LLM_REQUEST_KINDS
-    )(record)
-
-
-def _openllmetry_content(side: Side) -> FieldReader:
-    numbered = ("gen_ai.prompt.", "llm.prompts.") if side == "input" else ("gen_ai.completion.",)
-    entity_key = f"traceloop.entity.{side}"
-
-    def read(record: SpanRecord, kind: str) -> str | None:
-        attributes = record.attributes
-        for prefix in numbered if kind == "llm" else ():
-            messages = _indexed(attributes, prefix)
-            if messages:
-                if (text := _messages_text(messages, side)) is not None:
-                    return text
-                return _to_json(messages)
-        value = attributes.get(entity_key)
-        if value is None:
-            return None
-        return _entity_input(value, kind) if side == "input" else _entity_output(value)
-
-    return read
-
-
-def _entity_input(value: object, kind: str) -> str | None:
-    """`traceloop.entity.input` (`{"args": [...], "kwargs": {...}}`): an agent's, workflow's or
-    task's one text argument (a `@workflow` around the agent is often the root); a tool's
-    keyword arguments as a JSON object when it has no positional ones (as GenAI's
-    `gen_ai.tool.call.arguments`); else the value as sent."""
-    data = _parsed(value)
-    if isinstance(data, Mapping):
-        args = data.get("args")
-        args = args if isinstance(args, list) else []
-        kwargs = data.get("kwargs")
-        kwargs = kwargs if isinstance(kwargs, Mapping) else {}
-        values = [*args, *kwargs.values()]
-        if kind in ("agent", "chain") and len(values) == 1 and isinstance(values[0], str):
-            return values[0]
-        if kind == "tool" and not args and kwargs:
-            return _to_json(kwargs)
-    return _as_text(value)
-
-
-def _entity_output(value: object) -> str | None:
-    """`traceloop.entity.output` (the return value as JSON): text as text."""
-    data = _parsed(value)
-    return data if isinstance(data, str) else _as_text(value)
-
-
-OPENLLMETRY: Final = Convention(
-    name="OpenLLMetry",
-    kind=_openllmetry_kind,
-    agent_name=_named("traceloop.entity.name", kinds=frozenset({"agent"})),
-    input=_openllmetry_content("input"),
-    output=_openllmetry_content("output"),
-    input_token_keys=("llm.usage.prompt_tokens",),
-    output_token_keys=("llm.usage.completion_tokens",),
-)
-
-
-# --- Logfire (Pydantic) ----------------------------------------------------------------------
-
-_LOGFIRE_SCOPE: Final = "logfire"
-_LOGFIRE_TAG_KINDS: Final[Mapping[str, str]] = {"agent": "agent", "tool": "tool", "llm": "llm"}
-_RETURN_KEY: Final = "return"
-
-
-def _is_logfire_span(record: SpanRecord) -> bool:
-    return record.attributes.get("logfire.span_type") == "span"
-
-
-def _logfire_kind(record: SpanRecord) -> str | None:
-    """A tag naming a kind (`_tags=["tool"]`), else a root span of `logfire.span` or
-    `@logfire.instrument` is the agent."""
-    if not _is_logfire_span(record):
-        return None
-    tags = record.attributes.get("logfire.tags")
-    for tag in tags if isinstance(tags, list | tuple) else ():
-        if isinstance(tag, str) and (kind := _LOGFIRE_TAG_KINDS.get(tag.strip().lower())):
-            return kind
-    if record.parent_span_id is None and record.scope_name == _LOGFIRE_SCOPE:
-        return "agent"
-    return None
-
-
-def _logfire_arguments(record: SpanRecord) -> dict[str, Any]:
-    """The span's own arguments: what `logfire.json_schema` lists, less the return value."""
-    schema = _parsed(record.attributes.get("logfire.json_schema"))
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    if not isinstance(properties, Mapping):
-        return {}
-    return {
-        key: record.attributes[key]
-        for key in properties
-        if key != _RETURN_KEY
-        and key in record.attributes
-        and not key.startswith(("gen_ai.", "logfire.", "code."))
-    }
-
-
-def _logfire_input(record: SpanRecord, kind: str) -> str | None:
-    """An agent's one argument as text; a tool's arguments as a JSON object (as GenAI's
-    `gen_ai.tool.call.arguments`), so a tool call reads the same whoever traced it."""
-    if kind not in ("agent", "tool") or not _is_logfire_span(record):
-        return None
-    arguments = _logfire_arguments(record)
-    if kind == "agent" and len(arguments) == 1:
-        return _as_text(next(iter(arguments.values())))
-    return _to_json(arguments) if arguments else None
-
-
-def _logfire_output(record: SpanRecord, kind: str) -> str | None:
-    if kind not in ("agent", "tool") or not _is_logfire_span(record):
-        return None
-    return _as_text(record.attributes.get(_RETURN_KEY))
-
-
-LOGFIRE: Final = Convention(
-    name="Logfire",
-    kind=_logfire_kind,
-    agent_name=lambda record, kind: None,
-    input=_logfire_input,
-    output=_logfire_output,
-)
-
-
-CONVENTIONS: Final = (OPENINFERENCE, GENAI, OPENLLMETRY, LOGFIRE)
-"""In the order they are asked: the first convention that answers a field decides it."""
-_AGENT_NAME_ORDER: Final = (GENAI, OPENINFERENCE, OPENLLMETRY, LOGFIRE)
-"""The standard's `gen_ai.agent.name` wins over OpenInference's `agent.name`."""
-_PROVIDER_KEYS: Final = tuple(key for c in (GENAI, OPENINFERENCE) for key in c.provider_keys)
-_INPUT_TOKEN_KEYS: Final = tuple(key for c in CONVENTIONS for key in c.input_token_keys)
-_OUTPUT_TOKEN_KEYS: Final = tuple(key for c in CONVENTIONS for key in c.output_token_keys)
-_TOKEN_KEYS: Final = _INPUT_TOKEN_KEYS + _OUTPUT_TOKEN_KEYS
 
 
 def _first_token_count(
@@ -999,7 +529,7 @@ def _first_token_count(
                     Flag(
                         "token_count_invalid",
                         f"attribute {safe_label(key)} is not a token count "
-                        f"({safe_label(_to_json(value))}); it is ignored",
+                        f"({safe_label(to_json(value))}); it is ignored",
                     )
                 )
             elif isinstance(value, str):
@@ -1045,4 +575,4 @@ def _correlation_key(value: object) -> str | None:
         return None
     if isinstance(value, int):
         return str(value)
-    return _text(value)
+    return nonblank_text(value)
