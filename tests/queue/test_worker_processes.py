@@ -183,7 +183,9 @@ async def test_a_worker_killed_mid_run_is_taken_over_by_another_within_seconds(
             finally:
                 stop(*workers)
     assert done["status"] == "completed", done
-    assert took < LEASE_S + 5, f"the run was idle {took:.1f} s after its worker died"
+    # A lease lapses within LEASE_S; the rest is the re-made call, scoring and finishing, which a
+    # machine busy with other work can stretch by seconds.
+    assert took < LEASE_S + 10, f"the run was idle {took:.1f} s after its worker died"
     calls = Counter(agent.calls)
     assert before == set(PROMPTS) - {HUNG}
     logs = "\n".join((tmp_path / f"w{n}.log").read_text(errors="replace") for n in range(2))
