@@ -203,19 +203,32 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
             )
         await verdicts.put(judged)
 
+    # What is still to store, so that only the write that can be the run's last looks for the
+    # end (a run cancelled part-way, or a write split up, ends in `_finish_calls` below).
+    answers_left = len(pending)
+    verdicts_left = 0
+
     async def store_verdicts(batch: list[Judged]) -> None:
+        nonlocal verdicts_left
+        last = answers_left == 0 and verdicts_left == len(batch)
         await write_or_split(
             batch,
-            lambda entries: _write_verdicts(db, run, scoring.names, entries),
+            lambda entries: _write_verdicts(db, run, scoring.names, entries, finish=last),
             lambda judged, exc: mark_refused(db, run_id, judged, exc),
             "verdicts",
         )
+        verdicts_left -= len(batch)
 
     judging: set[asyncio.Task[None]] = set()
     async with batch_writer(store_verdicts) as verdicts:
 
         async def store(batch: list[_Outcome]) -> None:
-            for item in await _store_batch(db, run, connection.name, batch, scoring):
+            nonlocal answers_left, verdicts_left
+            last = answers_left == len(batch)
+            captured = await _store_batch(db, run, connection.name, batch, scoring, finish=last)
+            answers_left -= len(batch)
+            verdicts_left += len(captured)
+            for item in captured:
                 judging.add(asyncio.create_task(judge(verdicts, item)))
 
         try:
@@ -267,21 +280,31 @@ class _Outcome:
 
 
 async def _store_batch(
-    db: Database, run: PreprodRun, agent_name: str, batch: list[_Outcome], scoring: _Scoring
+    db: Database,
+    run: PreprodRun,
+    agent_name: str,
+    batch: list[_Outcome],
+    scoring: _Scoring,
+    *,
+    finish: bool,
 ) -> list[_Captured]:
     """Store a batch; when the database refuses it, store its outcomes one by one, so only the
     outcome it refuses errors (a lost connection or lock is not the data's fault: it raises).
-    Returns the items stored `captured`, which an LLM judge is still to score."""
+    Returns the items stored `captured`, which an LLM judge is still to score. With `finish`,
+    the write finishes the run when nothing of it is left to do."""
     captured: list[_Captured] = []
 
     async def refused(entry: tuple[_Outcome, list[SpanRecord]], exc: Exception) -> None:
         outcome = entry[0]
         log.warning("the answer of item %s of run %s was refused", outcome.item_id, run.id)
         error = f"the answer cannot be stored: the database refused it ({refusal(exc)})"
-        await _write(db, run, [(_Outcome(outcome.item_id, outcome.prompt, error), [])], scoring)
+        entry_error: list[tuple[_Outcome, list[SpanRecord]]] = [
+            (_Outcome(outcome.item_id, outcome.prompt, error), [])
+        ]
+        await _write(db, run, entry_error, scoring, finish=False)
 
     async def write(entries: list[tuple[_Outcome, list[SpanRecord]]]) -> None:
-        captured.extend(await _write(db, run, entries, scoring))
+        captured.extend(await _write(db, run, entries, scoring, finish=finish))
 
     await write_or_split(
         [_checked(run, agent_name, o) for o in batch],
@@ -321,6 +344,8 @@ async def _write(
     run: PreprodRun,
     checked: list[tuple[_Outcome, list[SpanRecord]]],
     scoring: _Scoring,
+    *,
+    finish: bool,
 ) -> list[_Captured]:
     """Record the answers as sessions, then in one transaction link them to their items and
     score them (deterministic judges) or leave them `captured` for an LLM judge, error the items
@@ -354,7 +379,7 @@ async def _write(
             ]
             await store_items(s, run, scoring.names, judged)
             captured = []
-        if status == "running":
+        if status == "running" and finish:
             await finish_if_done(s, run.id)
     return captured if status == "running" else []
 
@@ -401,7 +426,7 @@ async def _link(s: AsyncSession, run: PreprodRun, answered: dict[str, _Outcome])
 
 
 async def _write_verdicts(
-    db: Database, run: PreprodRun, names: dict[str, str], batch: list[Judged]
+    db: Database, run: PreprodRun, names: dict[str, str], batch: list[Judged], *, finish: bool
 ) -> None:
     """Store LLM-judged items' verdicts, finishing the run in the same transaction when they
     were its last."""
@@ -410,7 +435,7 @@ async def _write_verdicts(
             select(PreprodRun.status).where(PreprodRun.id == run.id).with_for_update()
         )
         await store_items(s, run, names, batch)
-        if status == "running":
+        if status == "running" and finish:
             await finish_if_done(s, run.id)
 
 
