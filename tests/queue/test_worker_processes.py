@@ -191,6 +191,14 @@ async def test_a_worker_killed_mid_run_is_taken_over_by_another_within_seconds(
     assert all(calls[p] == 1 for p in before), f"{calls}\n{logs}"
     assert calls[HUNG] == 2  # the call in flight was lost with its worker, and made again
     assert [i["status"] for i in items] == ["scored"] * len(PROMPTS)
+    async with db.read() as s:
+        rows = await s.execute(select(Score.item_id, Score.judge_id).where(Score.run_id == run_id))
+        scores = Counter(rows.all())
+        kinds = set(await s.scalars(select(Job.kind).where(Job.dedupe_key.like(f"%:{run_id}"))))
+    # Scored as captured, once each, by the push jobs alone: no scoring pass was needed.
+    assert set(scores.values()) == {1}
+    assert len({item_id for item_id, _ in scores}) == len(PROMPTS)
+    assert "preprod.score" not in kinds
 
 
 @pytest.mark.parametrize("command", ["worker", "serve"])
