@@ -34,7 +34,6 @@ from neens.store.db import Database
 from neens.store.judges import JudgeInfo, judges_by_id
 from neens.store.keys import CreatedKey
 from neens.store.models import Job, PreprodItem, PreprodRun, Score, TraceSession
-from tests.support.agents import agent_server
 from tests.support.live import serve_in_thread
 from tests.support.preprod import (
     auth,
@@ -57,6 +56,35 @@ ANSWERS = {
     )
     for n, item in enumerate(ITEMS)
 }
+
+
+@dataclass
+class Agent:
+    url: str = ""
+    slow_answered_at: float | None = None
+
+
+@contextmanager
+def agent(answers: dict[str, str] | None = None, *, slow_s: float = 0.0) -> Iterator[Agent]:
+    """An agent endpoint (request format `neens`) on loopback: answers each prompt from
+    `answers` ("no idea" when absent), or with the prompt itself without them; the first item's
+    prompt, SLOW, is answered after `slow_s`."""
+    state = Agent()
+
+    async def reply(request: Request) -> Response:
+        prompt = (await request.json())["input"]
+        if prompt == SLOW and slow_s:
+            await asyncio.sleep(slow_s)
+            state.slow_answered_at = time.monotonic()
+        answer = prompt if answers is None else answers.get(prompt, "no idea")
+        return JSONResponse({"output": answer})
+
+    with serve_in_thread(Starlette(routes=[Route("/agent", reply, methods=["POST"])])) as server:
+        state.url = f"{server.url}/agent"
+        yield state
+
+
+SLOW = ITEMS[0]["input"]
 
 
 async def _judge(client: httpx.AsyncClient, key: CreatedKey, body: dict[str, Any]) -> str:
@@ -118,8 +146,8 @@ async def test_built_in_judges_score_each_answer_as_it_is_stored_with_no_scoring
     )
     judge_ids = [contains, both]
     dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
-    with agent_server(ANSWERS) as agents:
-        conn = await connection(client, admin_key, agents.url("/neens"))
+    with agent(ANSWERS) as answering:
+        conn = await connection(client, admin_key, answering.url)
         run = await create_run(
             client,
             admin_key,
@@ -211,8 +239,8 @@ async def test_a_judge_that_cannot_score_one_answer_errors_that_item_only(
     )
     items = [*ITEMS[:3], {"input": "no reference", "expected_output": None}]
     dataset_id, _ = await golden_dataset(client, admin_key, items)
-    with agent_server(ANSWERS) as agents:
-        conn = await connection(client, admin_key, agents.url("/neens"))
+    with agent(ANSWERS) as answering:
+        conn = await connection(client, admin_key, answering.url)
         run = await create_run(
             client,
             admin_key,
@@ -316,32 +344,6 @@ def counting_judge(delay_s: float) -> Iterator[CountingJudge]:
         yield state
 
 
-SLOW = "question 0"
-
-
-@dataclass
-class SlowAgent:
-    url: str = ""
-    slow_answered_at: float | None = None
-
-
-@contextmanager
-def one_slow_agent(delay_s: float) -> Iterator[SlowAgent]:
-    """Answers every prompt at once with itself, except SLOW, answered after `delay_s`."""
-    state = SlowAgent()
-
-    async def reply(request: Request) -> Response:
-        prompt = (await request.json())["input"]
-        if prompt == SLOW:
-            await asyncio.sleep(delay_s)
-            state.slow_answered_at = time.monotonic()
-        return JSONResponse({"output": prompt})
-
-    with serve_in_thread(Starlette(routes=[Route("/agent", reply, methods=["POST"])])) as server:
-        state.url = f"{server.url}/agent"
-        yield state
-
-
 @asynccontextmanager
 async def app_client(settings: Settings, db: Database) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings, database=db)
@@ -358,7 +360,7 @@ async def test_llm_judges_score_while_capture_goes_on_within_the_concurrency_lim
     limited = settings.model_copy(
         update={"judge_concurrency": limit, "push_concurrency": 16, "push_timeout_s": 10.0}
     )
-    with counting_judge(delay_s=0.15) as judge, one_slow_agent(delay_s=1.5) as agent:
+    with counting_judge(delay_s=0.15) as judge, agent(slow_s=1.5) as slow:
         async with app_client(limited, db) as client:
             llm = await _judge(
                 client,
@@ -371,7 +373,7 @@ async def test_llm_judges_score_while_capture_goes_on_within_the_concurrency_lim
                 },
             )
             dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
-            conn = await connection(client, admin_key, agent.url)
+            conn = await connection(client, admin_key, slow.url)
             run = await create_run(
                 client,
                 admin_key,
@@ -390,7 +392,7 @@ async def test_llm_judges_score_while_capture_goes_on_within_the_concurrency_lim
     assert judge.most_in_flight == limit
     # Judging did not wait for capture to end: answers were judged while the slow call was
     # still out.
-    assert agent.slow_answered_at is not None
-    early = [prompt for at, prompt in judge.arrivals if at < agent.slow_answered_at]
+    assert slow.slow_answered_at is not None
+    early = [prompt for at, prompt in judge.arrivals if at < slow.slow_answered_at]
     assert len(early) >= limit, judge.arrivals
     assert await _jobs_of(db, run["id"]) == {"preprod.push": "done"}

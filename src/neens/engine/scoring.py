@@ -96,6 +96,8 @@ class Judged:
 
     item_id: str
     session_pk: int
+    output: str | None
+    """The session's output the judges saw."""
     verdicts: dict[str, Verdict]
     """Every judge evaluated for the item, composite components included."""
     top: list[tuple[str, Verdict]]
@@ -125,7 +127,7 @@ async def judge_item(
             )
             judge.verdicts[judge_id] = verdict
         top.append((judge_id, verdict))
-    return Judged(item_id, session_pk, judge.verdicts, top)
+    return Judged(item_id, session_pk, case.output, judge.verdicts, top)
 
 
 async def _store_items(
@@ -156,7 +158,23 @@ async def store_items(
     s: AsyncSession, run: PreprodRun, names: dict[str, str], batch: list[Judged]
 ) -> None:
     """Replace the items' scores (a re-run never adds a second set) and set their verdicts, in
-    the caller's transaction: three statements for the whole batch."""
+    the caller's transaction: four statements for the whole batch.
+
+    The sessions are read under their row locks first: a verdict on an output that is no longer
+    the session's is not stored, and its item stays as it was, for the next pass to judge."""
+    if not batch:
+        return
+    outputs = dict(
+        (
+            await s.execute(
+                select(TraceSession.pk, TraceSession.output)
+                .where(TraceSession.pk.in_([judged.session_pk for judged in batch]))
+                .order_by(TraceSession.pk)
+                .with_for_update()
+            )
+        ).all()
+    )
+    batch = [judged for judged in batch if outputs.get(judged.session_pk) == judged.output]
     if not batch:
         return
     await s.execute(
