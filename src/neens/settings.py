@@ -49,6 +49,11 @@ class Settings(BaseSettings):
     push_concurrency: int = Field(default=32, ge=1, le=1024)
     """Calls in flight at once to one agent endpoint during a push-mode run."""
 
+    judge_concurrency: int = Field(default=8, ge=1, le=256)
+    """LLM judge calls in flight at once for one pre-prod run: in a push-mode run while its
+    answers are still being captured, and in a scoring pass. Built-in checks are not limited:
+    they score each answer in the write that stores it."""
+
     push_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     """Longest a push-mode call may take, end to end, before its item errors."""
 

@@ -32,7 +32,7 @@ from neens.api.app import create_app
 from neens.settings import Settings
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
-from neens.store.models import Job
+from neens.store.models import Job, Score
 from tests.support.live import free_port, serve_in_thread
 from tests.support.preprod import (
     auth,
@@ -132,7 +132,7 @@ async def all_but_the_hung_item_captured(
     deadline = time.monotonic() + 30
     while True:
         counts = (await run_detail(client, key, run_id))["counts"]
-        if counts["pending"] == 1 and counts["captured"] == len(PROMPTS) - 1:
+        if counts["pending"] == 1 and counts["captured"] + counts["scored"] == len(PROMPTS) - 1:
             return
         assert all(p.poll() is None for p in processes), "a worker process exited early"
         assert time.monotonic() < deadline, counts
@@ -193,6 +193,14 @@ async def test_a_worker_killed_mid_run_is_taken_over_by_another_within_seconds(
     assert all(calls[p] == 1 for p in before), f"{calls}\n{logs}"
     assert calls[HUNG] == 2  # the call in flight was lost with its worker, and made again
     assert [i["status"] for i in items] == ["scored"] * len(PROMPTS)
+    async with db.read() as s:
+        rows = await s.execute(select(Score.item_id, Score.judge_id).where(Score.run_id == run_id))
+        scores = Counter(rows.all())
+        kinds = set(await s.scalars(select(Job.kind).where(Job.dedupe_key.like(f"%:{run_id}"))))
+    # Scored as captured, once each, by the push jobs alone: no scoring pass was needed.
+    assert set(scores.values()) == {1}
+    assert len({item_id for item_id, _ in scores}) == len(PROMPTS)
+    assert "preprod.score" not in kinds
 
 
 @pytest.mark.parametrize("command", ["worker", "serve"])
@@ -237,3 +245,125 @@ async def test_sigterm_stops_mid_run_within_10_s_and_the_next_worker_calls_only_
         text = log.read_text()
         assert "started" in text
         assert "HTTP Request" not in text  # per-call logs are debug level
+
+
+LATE = "q1"
+"""The item whose first LLM-judge call hangs, so it is captured and not yet scored."""
+
+
+@dataclass
+class Judge:
+    url: str = ""
+    calls: list[str] = field(default_factory=list)
+    """The item each judge call was about, in order."""
+
+
+@contextmanager
+def hanging_judge() -> Iterator[Judge]:
+    """An OpenAI-compatible judge scoring 0.9 at once, except the first call about LATE, which
+    hangs until the caller leaves."""
+    state = Judge()
+
+    async def chat(request: Request) -> Response:
+        body = await request.json()
+        prompt = body["messages"][-1]["content"].split("\n")[0].removeprefix("Q: ")
+        first = prompt not in state.calls
+        state.calls.append(prompt)
+        if first and prompt == LATE:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not await request.is_disconnected():
+                await asyncio.sleep(0.05)
+        content = '{"score": 0.9, "reason": "close"}'
+        return JSONResponse(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": "judge-1",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+        )
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with serve_in_thread(app) as server:
+        state.url = f"{server.url}/v1"
+        yield state
+
+
+async def test_a_worker_killed_while_llm_judges_are_out_still_scores_each_item_once(
+    settings: Settings, db: Database, admin_key: CreatedKey, database_url: str, tmp_path: Path
+) -> None:
+    """The push job judges answers while it calls; killed with a call and a judge call in
+    flight, the next worker calls what is left and the scoring job judges what was captured and
+    never judged: every item ends with exactly one score, each answer judged once more at most."""
+    with hanging_agent() as agent, hanging_judge() as judge:
+        async with api(settings, db) as client:
+            r = await client.post(
+                "/judges",
+                json={
+                    "name": "llm",
+                    "type": "llm_prompt",
+                    "template": "Q: {input}\nA: {output}",
+                    "endpoint": {"baseUrl": judge.url, "model": "judge-1"},
+                },
+                headers=auth(admin_key),
+            )
+            assert r.status_code == 201, r.text
+            judge_id = r.json()["id"]
+            items = [{"input": p, "expected_output": p} for p in PROMPTS]
+            dataset_id, _ = await golden_dataset(client, admin_key, items)
+            conn = await connection(client, admin_key, agent.url)
+            run = await create_run(
+                client,
+                admin_key,
+                dataset_id=dataset_id,
+                runner_mode="push",
+                agent_connection_id=conn,
+                judge_deployment_ids=[judge_id],
+            )
+            run_id = str(run["id"])
+            workers = [start("worker", database_url, tmp_path / f"w{n}.log") for n in range(2)]
+            try:
+                deadline = time.monotonic() + 30
+                while True:
+                    counts = (await run_detail(client, admin_key, run_id))["counts"]
+                    if counts == {
+                        "pending": 1,
+                        "captured": 1,
+                        "scored": len(PROMPTS) - 2,
+                        "error": 0,
+                    }:
+                        break
+                    assert all(w.poll() is None for w in workers), "a worker exited early"
+                    assert time.monotonic() < deadline, counts
+                    await asyncio.sleep(0.05)
+                pid = await holder_pid(db, run_id)
+                os.kill(pid, signal.SIGKILL)
+                [victim] = [w for w in workers if w.pid == pid]
+                await asyncio.to_thread(victim.wait, 10)
+                done = await wait_for_run(client, admin_key, run_id, timeout_s=30)
+                final = await items_of(client, admin_key, run_id)
+            finally:
+                stop(*workers)
+    assert done["status"] == "completed", done
+    assert [i["status"] for i in final] == ["scored"] * len(PROMPTS)
+    assert all(i["score"] == 0.9 for i in final)
+    async with db.read() as s:
+        scores = Counter(await s.scalars(select(Score.item_id).where(Score.run_id == run_id)))
+        kinds = {
+            job.kind
+            for job in await s.scalars(
+                select(Job).where(Job.dedupe_key.in_([f"push:{run_id}", f"score:{run_id}"]))
+            )
+        }
+    assert sorted(scores.values()) == [1] * len(PROMPTS)  # one score per item, none twice
+    assert Counter(agent.calls) == {HUNG: 2, **dict.fromkeys(set(PROMPTS) - {HUNG}, 1)}
+    # The judge call lost with the worker is made again, by the scoring job; no other twice.
+    assert Counter(judge.calls) == {LATE: 2, **dict.fromkeys(set(PROMPTS) - {LATE}, 1)}
+    assert kinds == {"preprod.push", "preprod.score"}

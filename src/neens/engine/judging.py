@@ -44,6 +44,19 @@ def llm_endpoint(judge: JudgeInfo, outbound: Outbound) -> LlmEndpoint:
     )
 
 
+def deterministic(judges: dict[str, JudgeInfo], judge_id: str) -> bool:
+    """Whether a judge scores without a network call: a built-in check, or a composite of
+    deterministic judges. Such a judge can score an answer in the write that stores it."""
+    judge = judges.get(judge_id)
+    if judge is None:
+        return False
+    if judge.type == "managed":
+        return True
+    if judge.type == "composite":
+        return all(deterministic(judges, c["judgeId"]) for c in judge.config["components"])
+    return False
+
+
 class CaseJudge:
     """Evaluates judges for one case, remembering each judge's verdict."""
 

@@ -9,6 +9,14 @@ failure costs one item, recorded with its reason; when every item failed the run
 An answer is checked before it is written (a NUL or a lone surrogate cannot be stored), and a
 batch the database still refuses is written again item by item, so one bad reply errors its own
 item, once, instead of sinking the job and with it every healthy item of the batch.
+
+Scoring keeps pace with the calls. When every judge of the run is deterministic (built-in checks
+and composites of them), each answer is judged in the transaction that stores it, so an item goes
+from `pending` to `scored` (or `error`) in one commit. Otherwise an item is stored `captured` and
+judged at once, concurrently with the remaining calls, at most `judge_concurrency` items at a
+time, its verdicts written as they return. The write that scores a run's last item also finishes
+the run (`scoring.finish_run_in`). Only items the job captured but could not judge (a worker
+that stopped mid-run) are left to the `preprod.score` job, dispatched once no item is pending.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from datetime import timedelta
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.conventions import (
     DATASET_ITEM_ID_KEY,
@@ -28,12 +37,16 @@ from neens.domain.conventions import (
     record_unstorable_reason,
     unstorable_text_reason,
 )
+from neens.domain.judges import JudgeCase
 from neens.domain.spans import SpanRecord
 from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, call_agent
 from neens.engine.batching import BatchWriter, batch_writer
+from neens.engine.judging import Outbound, deterministic, outbound_of
+from neens.engine.scoring import Judged, finish_run_in, judge_item, mark_refused, store_items
 from neens.queue.worker import JobContext
 from neens.secrets import SecretKeyError
 from neens.store.db import Database
+from neens.store.judges import JudgeInfo, judges_by_id
 from neens.store.models import AgentConnection, PreprodItem, PreprodRun, TraceSession
 from neens.store.run_lifecycle import move
 from neens.store.run_liveness import fail_run
@@ -119,10 +132,11 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
         )
         if run is None or run.status != "running":
             return
+        judges = await judges_by_id(s, run.project_id, list(run.judge_ids))
         pending = list(
             (
                 await s.execute(
-                    select(PreprodItem.item_id, PreprodItem.input)
+                    select(PreprodItem.item_id, PreprodItem.input, PreprodItem.expected_output)
                     .where(PreprodItem.run_id == run_id, PreprodItem.status == "pending")
                     .order_by(PreprodItem.position)
                 )
@@ -149,7 +163,12 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
     slots = asyncio.Semaphore(settings.push_concurrency)
     watch = _CancelWatch(db, run_id)
 
-    async def one(outcomes: BatchWriter[_Outcome], item_id: str, prompt: str) -> None:
+    scoring = _Scoring(judges, list(run.judge_ids), outbound_of(ctx))
+    judge_slots = asyncio.Semaphore(settings.judge_concurrency)
+
+    async def one(
+        outcomes: BatchWriter[_Outcome], item_id: str, prompt: str, expected: str | None
+    ) -> None:
         async with slots:
             if await watch.cancelled():
                 return
@@ -168,15 +187,87 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
             except Exception as exc:  # a reply no guardrail foresaw costs its item, not the run
                 log.exception("push call for item %s of run %s failed", item_id, run_id)
                 reply = f"Neens could not read the endpoint's reply ({type(exc).__name__})"
-            await outcomes.put(_Outcome(item_id, prompt, reply))
+            await outcomes.put(_Outcome(item_id, prompt, reply, expected))
 
-    async def store(batch: list[_Outcome]) -> None:
-        await _store_batch(db, run, connection.name, batch)
+    async def judge(verdicts: BatchWriter[Judged], item: _Captured) -> None:
+        async with judge_slots:
+            if await watch.cancelled():
+                return
+            judged = await judge_item(
+                scoring.judges,
+                scoring.judge_ids,
+                item.item_id,
+                item.session_pk,
+                item.case,
+                scoring.outbound,
+            )
+        await verdicts.put(judged)
 
-    async with batch_writer(store) as outcomes:
-        await asyncio.gather(*(one(outcomes, item_id, prompt) for item_id, prompt in pending))
+    # What is still to store, so that only the write that can be the run's last looks for the
+    # end (a run cancelled part-way, or a write split up, ends in `_finish_calls` below).
+    answers_left = len(pending)
+    verdicts_left = 0
+
+    async def store_verdicts(batch: list[Judged]) -> None:
+        nonlocal verdicts_left
+        last = answers_left == 0 and verdicts_left == len(batch)
+        await write_or_split(
+            batch,
+            lambda entries: _write_verdicts(db, run, scoring.names, entries, finish=last),
+            lambda judged, exc: mark_refused(db, run_id, judged, exc),
+            "verdicts",
+        )
+        verdicts_left -= len(batch)
+
+    judging: set[asyncio.Task[None]] = set()
+    async with batch_writer(store_verdicts) as verdicts:
+
+        async def store(batch: list[_Outcome]) -> None:
+            nonlocal answers_left, verdicts_left
+            last = answers_left == len(batch)
+            captured = await _store_batch(db, run, connection.name, batch, scoring, finish=last)
+            answers_left -= len(batch)
+            verdicts_left += len(captured)
+            for item in captured:
+                judging.add(asyncio.create_task(judge(verdicts, item)))
+
+        try:
+            async with batch_writer(store) as outcomes:
+                await asyncio.gather(*(one(outcomes, *row) for row in pending))
+            await asyncio.gather(*judging)
+        finally:
+            for task in judging:
+                task.cancel()
     await _finish_calls(db, run_id)
     ctx.notify()
+
+
+@dataclass(frozen=True, slots=True)
+class _Scoring:
+    """The run's judges, as the push job scores its answers."""
+
+    judges: dict[str, JudgeInfo]
+    judge_ids: list[str]
+    outbound: Outbound
+
+    @property
+    def names(self) -> dict[str, str]:
+        return {judge_id: info.name for judge_id, info in self.judges.items()}
+
+    @property
+    def inline(self) -> bool:
+        """Whether every judge scores without a network call, so in the write that stores the
+        answer."""
+        return all(deterministic(self.judges, judge_id) for judge_id in self.judge_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class _Captured:
+    """An item stored `captured`, to be judged by an LLM judge."""
+
+    item_id: str
+    session_pk: int
+    case: JudgeCase
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,28 +276,45 @@ class _Outcome:
     prompt: str
     reply: AgentReply | str
     """The answer, or the reason there is none."""
+    expected: str | None = None
 
 
 async def _store_batch(
-    db: Database, run: PreprodRun, agent_name: str, batch: list[_Outcome]
-) -> None:
+    db: Database,
+    run: PreprodRun,
+    agent_name: str,
+    batch: list[_Outcome],
+    scoring: _Scoring,
+    *,
+    finish: bool,
+) -> list[_Captured]:
     """Store a batch; when the database refuses it, store its outcomes one by one, so only the
-    outcome it refuses errors (a lost connection or lock is not the data's fault: it raises)."""
+    outcome it refuses errors (a lost connection or lock is not the data's fault: it raises).
+    Returns the items stored `captured`, which an LLM judge is still to score. With `finish`,
+    the write finishes the run when nothing of it is left to do."""
+    captured: list[_Captured] = []
 
     async def refused(entry: tuple[_Outcome, list[SpanRecord]], exc: Exception) -> None:
         outcome = entry[0]
         log.warning("the answer of item %s of run %s was refused", outcome.item_id, run.id)
         error = f"the answer cannot be stored: the database refused it ({refusal(exc)})"
-        await _write(db, run, [(_Outcome(outcome.item_id, outcome.prompt, error), [])])
+        entry_error: list[tuple[_Outcome, list[SpanRecord]]] = [
+            (_Outcome(outcome.item_id, outcome.prompt, error), [])
+        ]
+        await _write(db, run, entry_error, scoring, finish=False)
+
+    async def write(entries: list[tuple[_Outcome, list[SpanRecord]]]) -> None:
+        captured.extend(await _write(db, run, entries, scoring, finish=finish))
 
     await write_or_split(
         [_checked(run, agent_name, o) for o in batch],
-        lambda entries: _write(db, run, entries),
+        write,
         refused,
         "push answers",
         # only an item error was written, and it was refused: nothing to split
         alone_again=lambda entry: not isinstance(entry[0].reply, str),
     )
+    return captured
 
 
 def _checked(
@@ -227,47 +335,108 @@ def _checked(
         if (reason := next((r for r in reasons if r is not None), None)) is not None:
             error = f"the answer cannot be stored: its recorded {reason}"
     if error is not None:
-        return _Outcome(outcome.item_id, outcome.prompt, error), []
+        return _Outcome(outcome.item_id, outcome.prompt, error, outcome.expected), []
     return outcome, spans
 
 
 async def _write(
-    db: Database, run: PreprodRun, checked: list[tuple[_Outcome, list[SpanRecord]]]
-) -> None:
+    db: Database,
+    run: PreprodRun,
+    checked: list[tuple[_Outcome, list[SpanRecord]]],
+    scoring: _Scoring,
+    *,
+    finish: bool,
+) -> list[_Captured]:
+    """Record the answers as sessions, then in one transaction link them to their items and
+    score them (deterministic judges) or leave them `captured` for an LLM judge, error the items
+    without an answer, and finish the run when that was its last item."""
     spans = [span for _, outcome_spans in checked for span in outcome_spans]
-    answered = [o for o, outcome_spans in checked if outcome_spans]
+    answered = {o.item_id: o for o, outcome_spans in checked if outcome_spans}
     if spans:
         await write_spans(db, run.project_id, spans, source="push")
+    captured: list[_Captured] = []
     async with db.write() as s:
+        # The run's row first, as `finish_run_in` takes it: one lock order for every writer.
+        status = await s.scalar(
+            select(PreprodRun.status).where(PreprodRun.id == run.id).with_for_update()
+        )
         for o, _ in checked:
             if isinstance(o.reply, str):
                 await mark_item_error(s, run.id, o.item_id, o.reply)
         if answered:
-            trace_ids = {push_trace_id(run.id, o.item_id): o.item_id for o in answered}
-            rows = await s.execute(
-                select(TraceSession.pk, TraceSession.trace_id).where(
-                    TraceSession.project_id == run.project_id,
-                    TraceSession.trace_id.in_(list(trace_ids)),
+            captured = await _link(s, run, answered)
+        if status == "running" and scoring.inline and captured:
+            judged = [
+                await judge_item(
+                    scoring.judges,
+                    scoring.judge_ids,
+                    c.item_id,
+                    c.session_pk,
+                    c.case,
+                    scoring.outbound,
                 )
-            )
-            links = [
-                {"b_item": trace_ids[trace_id], "b_session": session_pk}
-                for session_pk, trace_id in rows.all()
+                for c in captured
             ]
-            items = cast(Table, PreprodItem.__table__)
-            if links:
-                await s.execute(
-                    update(items)
-                    .where(
-                        items.c.run_id == run.id,
-                        items.c.item_id == bindparam("b_item"),
-                        items.c.status == "pending",
-                    )
-                    .values(
-                        status="captured", session_pk=bindparam("b_session"), captured_at=utcnow()
-                    ),
-                    links,
-                )
+            await store_items(s, run, scoring.names, judged)
+            captured = []
+        if status == "running" and finish:
+            await finish_if_done(s, run.id)
+    return captured if status == "running" else []
+
+
+async def _link(s: AsyncSession, run: PreprodRun, answered: dict[str, _Outcome]) -> list[_Captured]:
+    """Link each answered item to its session and mark it `captured`; returns the items this
+    linked, each with the case its judges score (the session's output, as stored)."""
+    trace_ids = {push_trace_id(run.id, item_id): item_id for item_id in answered}
+    rows = (
+        await s.execute(
+            select(TraceSession.pk, TraceSession.trace_id, TraceSession.output).where(
+                TraceSession.project_id == run.project_id,
+                TraceSession.trace_id.in_(list(trace_ids)),
+            )
+        )
+    ).all()
+    sessions = {trace_ids[trace_id]: (pk, output) for pk, trace_id, output in rows}
+    if not sessions:
+        return []
+    items = cast(Table, PreprodItem.__table__)
+    await s.execute(
+        update(items)
+        .where(
+            items.c.run_id == run.id,
+            items.c.item_id == bindparam("b_item"),
+            items.c.status == "pending",
+        )
+        .values(status="captured", session_pk=bindparam("b_session"), captured_at=utcnow()),
+        [{"b_item": item_id, "b_session": pk} for item_id, (pk, _) in sessions.items()],
+    )
+    linked = await s.scalars(
+        select(PreprodItem.item_id).where(
+            PreprodItem.run_id == run.id,
+            PreprodItem.item_id.in_(list(sessions)),
+            PreprodItem.status == "captured",
+        )
+    )
+    result = []
+    for item_id in linked:
+        pk, output = sessions[item_id]
+        o = answered[item_id]
+        result.append(_Captured(item_id, pk, JudgeCase(o.prompt, output, o.expected)))
+    return result
+
+
+async def _write_verdicts(
+    db: Database, run: PreprodRun, names: dict[str, str], batch: list[Judged], *, finish: bool
+) -> None:
+    """Store LLM-judged items' verdicts, finishing the run in the same transaction when they
+    were its last."""
+    async with db.write() as s:
+        status = await s.scalar(
+            select(PreprodRun.status).where(PreprodRun.id == run.id).with_for_update()
+        )
+        await store_items(s, run, names, batch)
+        if status == "running" and finish:
+            await finish_if_done(s, run.id)
 
 
 class _CancelWatch:
@@ -296,24 +465,42 @@ class _CancelWatch:
 
 
 async def _finish_calls(db: Database, run_id: str) -> None:
-    """After the calls: fail the run when nothing was captured, else dispatch scoring."""
+    """After the calls: finish the run when every item is scored or errored (the last write
+    normally did), fail it when nothing was captured, or dispatch the scoring job for items
+    captured and not judged (a worker stopped mid-run)."""
     async with db.write() as s:
-        run = await s.scalar(select(PreprodRun).where(PreprodRun.id == run_id).with_for_update())
-        if run is None or run.status != "running":
-            return
-        counts = dict(
-            (
-                await s.execute(
-                    select(PreprodItem.status, func.count())
-                    .where(PreprodItem.run_id == run_id)
-                    .group_by(PreprodItem.status)
-                )
-            ).all()
+        await finish_if_done(s, run_id, dispatch=True)
+
+
+async def finish_if_done(s: AsyncSession, run_id: str, *, dispatch: bool = False) -> None:
+    """Once no item of a running push run is pending: fail it when no item was answered, else
+    finish it (`scoring.finish_run_in`) when no item waits for a judge either; with `dispatch`,
+    hand the items still waiting to the `preprod.score` job."""
+    run = await s.scalar(select(PreprodRun).where(PreprodRun.id == run_id).with_for_update())
+    if run is None or run.status != "running":
+        return
+    counts = dict(
+        (
+            await s.execute(
+                select(PreprodItem.status, func.count())
+                .where(PreprodItem.run_id == run_id)
+                .group_by(PreprodItem.status)
+            )
+        ).all()
+    )
+    if counts.get("pending"):
+        return  # calls still to make: cancelled part-way, or another worker still calling
+    answered = await s.scalar(
+        select(func.count()).where(
+            PreprodItem.run_id == run_id, PreprodItem.session_pk.is_not(None)
         )
-        if counts.get("pending"):
-            return  # cancelled part-way, or another worker still calling
-        if not counts.get("captured") and not counts.get("scored"):
-            error = "every item failed: the agent endpoint produced no answer (see items)"
-            await move(s, run, "failed", error=error)
-            return
-        await dispatch_scoring_once(s, run_id)
+    )
+    if not answered:
+        error = "every item failed: the agent endpoint produced no answer (see items)"
+        await move(s, run, "failed", error=error)
+        return
+    if counts.get("captured"):
+        if dispatch:
+            await dispatch_scoring_once(s, run_id)
+        return
+    await finish_run_in(s, run_id)

@@ -1,14 +1,17 @@
 """Scoring a pre-prod run: every judge on every captured session, then the baseline and status.
 
-Job `preprod.score`, dispatched once per run when its last item is captured. It is safe to run
-again after a crash: items already scored are skipped, and an item's scores are replaced, not
-added to, when it is scored again.
+Job `preprod.score`, dispatched once per run when its last item is captured: in runner mode,
+and in push mode only to recover items a push job captured but could not judge (it stopped
+mid-run); a push job scores its answers itself as they are stored (`engine/push.py`), with the
+per-item function and the writers here. It is safe to run again after a crash: items already
+scored are skipped, and an item's scores are replaced, not added to, when it is scored again.
 
 For each captured item, each judge on the run scores the session (case: the frozen prompt, the
 session's final output, the expected output). Scores are stored with `source: preprod`, next to
 the prompt and raw reply behind them. The item's score is the mean of the run's judges' scores
 (components of a composite are stored too, for per-metric floors, but do not count twice); it
-passes at 0.7 or above. An item whose judges all failed to score is `error`, with their reasons.
+passes at 0.7 or above. An item whose judges all failed to score is `error`, with their reasons;
+a judge that raises on one answer is that answer's unscored verdict, not the run's failure.
 """
 
 from __future__ import annotations
@@ -16,20 +19,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Table, bindparam, delete, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.baseline import parse_range
 from neens.domain.judges import JudgeCase, Verdict, passes
 from neens.domain.preprod import candidate_verdict, cohort_stats, is_regression
 from neens.domain.stats import mean
 from neens.engine.batching import batch_writer
-from neens.engine.judging import CaseJudge, outbound_of
+from neens.engine.judging import CaseJudge, Outbound, outbound_of
 from neens.queue.worker import JobContext
 from neens.store.db import Database
 from neens.store.insights import add_insight
-from neens.store.judges import judges_by_id
+from neens.store.judges import JudgeInfo, judges_by_id
 from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
 from neens.store.review import item_outcome
 from neens.store.run_lifecycle import move
@@ -39,8 +43,6 @@ from neens.store.types import storable_text, utcnow
 
 log = logging.getLogger("neens.scoring")
 
-SCORING_CONCURRENCY = 8
-"""Items judged at once: LLM judges are network-bound, built-in ones are instant."""
 PASS_LABELS = frozenset({"pass", "passed"})
 FAIL_LABELS = frozenset({"fail", "failed"})
 
@@ -69,15 +71,15 @@ async def _score_captured(ctx: JobContext, run_id: str) -> bool:
                 .order_by(PreprodItem.position)
             )
         ).all()
-    slots = asyncio.Semaphore(SCORING_CONCURRENCY)
+    slots = asyncio.Semaphore(ctx.settings.judge_concurrency)
     outbound = outbound_of(ctx)
     names = {judge_id: info.name for judge_id, info in judges.items()}
 
-    async def store(batch: list[_Judged]) -> None:
+    async def store(batch: list[Judged]) -> None:
         await write_or_split(
             batch,
             lambda entries: _store_items(db, run, names, entries),
-            lambda judged, exc: _mark_refused(db, run, judged, exc),
+            lambda judged, exc: mark_refused(db, run.id, judged, exc),
             "verdicts",
         )
 
@@ -86,9 +88,10 @@ async def _score_captured(ctx: JobContext, run_id: str) -> bool:
         async def one(item: PreprodItem, output: str | None, session_pk: int) -> None:
             async with slots:
                 case = JudgeCase(item.input, output, item.expected_output)
-                judge = CaseJudge(judges, case, outbound)
-                top = [(judge_id, await judge.verdict(judge_id)) for judge_id in run.judge_ids]
-                await writer.put(_Judged(item.item_id, session_pk, output, judge.verdicts, top))
+                judged = await judge_item(
+                    judges, run.judge_ids, item.item_id, session_pk, case, outbound
+                )
+            await writer.put(judged)
 
         await asyncio.gather(*(one(item, output, pk) for item, output, pk in rows))
     await finish_run(db, run_id)
@@ -107,7 +110,9 @@ async def _score_captured(ctx: JobContext, run_id: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class _Judged:
+class Judged:
+    """One item's verdicts, ready to be stored."""
+
     item_id: str
     session_pk: int
     output: str | None
@@ -118,37 +123,48 @@ class _Judged:
     """The run's own judges, whose scores make the item's score."""
 
 
+async def judge_item(
+    judges: dict[str, JudgeInfo],
+    judge_ids: list[str],
+    item_id: str,
+    session_pk: int,
+    case: JudgeCase,
+    outbound: Outbound,
+) -> Judged:
+    """Every judge of the run on one item's case. A judge that raises on this case is this
+    case's unscored verdict, with the reason, so one odd answer costs its own item only."""
+    judge = CaseJudge(judges, case, outbound)
+    top = []
+    for judge_id in judge_ids:
+        try:
+            verdict = await judge.verdict(judge_id)
+        except Exception as exc:
+            log.exception("judge %s failed on item %s", judge_id, item_id)
+            verdict = Verdict.unscored(
+                "judge_call_failed",
+                f"the judge failed on this answer ({type(exc).__name__}: {exc})",
+            )
+            judge.verdicts[judge_id] = verdict
+        top.append((judge_id, verdict))
+    return Judged(item_id, session_pk, case.output, judge.verdicts, top)
+
+
 async def _store_items(
-    db: Database, run: PreprodRun, names: dict[str, str], batch: list[_Judged]
+    db: Database, run: PreprodRun, names: dict[str, str], batch: list[Judged]
 ) -> None:
     async with db.write() as s:
-        # Locked, so content events changing an output wait for these verdicts (and then
-        # reset them) or have already changed it: a verdict on an output that is no longer
-        # the session's is not stored; the item stays captured for the next pass.
-        outputs = dict(
-            (
-                await s.execute(
-                    select(TraceSession.pk, TraceSession.output)
-                    .where(TraceSession.pk.in_([judged.session_pk for judged in batch]))
-                    .order_by(TraceSession.pk)
-                    .with_for_update()
-                )
-            ).all()
-        )
-        for judged in batch:
-            if outputs.get(judged.session_pk) == judged.output:
-                await _store_item(s, run, names, judged)
+        await store_items(s, run, names, batch)
 
 
-async def _mark_refused(db: Database, run: PreprodRun, judged: _Judged, exc: Exception) -> None:
+async def mark_refused(db: Database, run_id: str, judged: Judged, exc: Exception) -> None:
     """The item errors with why the database refused its verdicts, so one item cannot hold its
     run's scoring hostage."""
-    log.warning("the verdicts of item %s of run %s were refused", judged.item_id, run.id)
+    log.warning("the verdicts of item %s of run %s were refused", judged.item_id, run_id)
     error = f"its scores cannot be stored: the database refused them ({refusal(exc)})"
     async with db.write() as s:
         await s.execute(
             update(PreprodItem)
-            .where(PreprodItem.run_id == run.id, PreprodItem.item_id == judged.item_id)
+            .where(PreprodItem.run_id == run_id, PreprodItem.item_id == judged.item_id)
             .values(
                 status="error",
                 error=error,
@@ -157,9 +173,34 @@ async def _mark_refused(db: Database, run: PreprodRun, judged: _Judged, exc: Exc
         )
 
 
-async def _store_item(s: Any, run: PreprodRun, names: dict[str, str], judged: _Judged) -> None:
-    """Replace the item's scores (a re-run never adds a second set) and set its verdict."""
-    await s.execute(delete(Score).where(Score.run_id == run.id, Score.item_id == judged.item_id))
+async def store_items(
+    s: AsyncSession, run: PreprodRun, names: dict[str, str], batch: list[Judged]
+) -> None:
+    """Replace the items' scores (a re-run never adds a second set) and set their verdicts, in
+    the caller's transaction: four statements for the whole batch.
+
+    The sessions are read under their row locks first: a verdict on an output that is no longer
+    the session's is not stored, and its item stays as it was, for the next pass to judge."""
+    if not batch:
+        return
+    outputs = dict(
+        (
+            await s.execute(
+                select(TraceSession.pk, TraceSession.output)
+                .where(TraceSession.pk.in_([judged.session_pk for judged in batch]))
+                .order_by(TraceSession.pk)
+                .with_for_update()
+            )
+        ).all()
+    )
+    batch = [judged for judged in batch if outputs.get(judged.session_pk) == judged.output]
+    if not batch:
+        return
+    await s.execute(
+        delete(Score).where(
+            Score.run_id == run.id, Score.item_id.in_([judged.item_id for judged in batch])
+        )
+    )
     s.add_all(
         score_row(
             verdict,
@@ -171,70 +212,89 @@ async def _store_item(s: Any, run: PreprodRun, names: dict[str, str], judged: _J
             run_id=run.id,
             item_id=judged.item_id,
         )
+        for judged in batch
         for judge_id, verdict in judged.verdicts.items()
     )
-    item_score = mean(v.score for _, v in judged.top if v.score is not None)
-    values: dict[str, Any] = {"scored_at": utcnow()}
-    if item_score is not None:
-        values.update(status="scored", score=item_score, passed=passes(item_score), error=None)
-    else:
-        reasons = "; ".join(f"{names.get(j, j)}: {v.reason}" for j, v in judged.top)
-        values.update(
-            status="error", error=storable_text(f"no judge could score this item ({reasons})")
-        )
+    now = utcnow()
+    rows = []
+    for judged in batch:
+        item_score = mean(v.score for _, v in judged.top if v.score is not None)
+        row: dict[str, Any] = {"b_item": judged.item_id, "b_scored_at": now}
+        if item_score is not None:
+            row.update(
+                b_status="scored", b_score=item_score, b_passed=passes(item_score), b_error=None
+            )
+        else:
+            reasons = "; ".join(f"{names.get(j, j)}: {v.reason}" for j, v in judged.top)
+            error = storable_text(f"no judge could score this item ({reasons})")
+            row.update(b_status="error", b_score=None, b_passed=None, b_error=error)
+        rows.append(row)
+    items = cast(Table, PreprodItem.__table__)
     await s.execute(
-        update(PreprodItem)
-        .where(PreprodItem.run_id == run.id, PreprodItem.item_id == judged.item_id)
-        .values(**values)
+        update(items)
+        .where(items.c.run_id == run.id, items.c.item_id == bindparam("b_item"))
+        .values(
+            status=bindparam("b_status"),
+            score=bindparam("b_score"),
+            passed=bindparam("b_passed"),
+            error=bindparam("b_error"),
+            scored_at=bindparam("b_scored_at"),
+        ),
+        rows,
     )
+    await s.flush()
 
 
 async def finish_run(db: Database, run_id: str) -> None:
     """Resolve the baseline, stamp `baseline_passed`, and set the run's final status."""
     async with db.write() as s:
-        run = await s.scalar(select(PreprodRun).where(PreprodRun.id == run_id).with_for_update())
-        if run is None or run.status != "running":
-            return
-        items = list(
-            await s.scalars(
-                select(PreprodItem)
-                .where(PreprodItem.run_id == run_id)
-                .order_by(PreprodItem.position)
-            )
+        await finish_run_in(s, run_id)
+
+
+async def finish_run_in(s: AsyncSession, run_id: str) -> None:
+    """`finish_run` in the caller's transaction, so the write that scores a run's last item can
+    finish the run with it; does nothing while an item is pending or captured."""
+    run = await s.scalar(select(PreprodRun).where(PreprodRun.id == run_id).with_for_update())
+    if run is None or run.status != "running":
+        return
+    items = list(
+        await s.scalars(
+            select(PreprodItem).where(PreprodItem.run_id == run_id).order_by(PreprodItem.position)
         )
-        if any(item.status in ("pending", "captured") for item in items):
-            return
-        verdicts, cohort = await _baseline(s, run, items)
-        regressions = 0
-        for item in items:
-            item.baseline_passed = verdicts.get(item.item_id)
-            if is_regression(item_outcome(item)):
-                regressions += 1
-        run.baseline_cohort = cohort
-        if not any(item.status == "scored" for item in items):
-            await move(s, run, "failed", error="no item could be scored (see each item's error)")
-            return
-        await move(s, run, "completed_with_regressions" if regressions else "completed")
-        if regressions:
-            await add_insight(
-                s,
-                run.project_id,
-                kind="preprod_regression",
-                title=(
-                    f"Pre-prod regression: {regressions} item{'s' if regressions > 1 else ''} "
-                    f"regressed in {run.version_label}"
-                ),
-                run_id=run.id,
-                details={
-                    "runId": run.id,
-                    "runName": run.name,
-                    "versionLabel": run.version_label,
-                    "regressions": regressions,
-                    "items": len(items),
-                    "baseline": run.baseline,
-                    "model": run.model,
-                },
-            )
+    )
+    if any(item.status in ("pending", "captured") for item in items):
+        return
+    verdicts, cohort = await _baseline(s, run, items)
+    regressions = 0
+    for item in items:
+        item.baseline_passed = verdicts.get(item.item_id)
+        if is_regression(item_outcome(item)):
+            regressions += 1
+    run.baseline_cohort = cohort
+    if not any(item.status == "scored" for item in items):
+        await move(s, run, "failed", error="no item could be scored (see each item's error)")
+        return
+    await move(s, run, "completed_with_regressions" if regressions else "completed")
+    if regressions:
+        await add_insight(
+            s,
+            run.project_id,
+            kind="preprod_regression",
+            title=(
+                f"Pre-prod regression: {regressions} item{'s' if regressions > 1 else ''} "
+                f"regressed in {run.version_label}"
+            ),
+            run_id=run.id,
+            details={
+                "runId": run.id,
+                "runName": run.name,
+                "versionLabel": run.version_label,
+                "regressions": regressions,
+                "items": len(items),
+                "baseline": run.baseline,
+                "model": run.model,
+            },
+        )
 
 
 async def _baseline(

@@ -4,8 +4,9 @@ A run copies everything that defines it when it is created — the dataset versi
 connection's model and provider, the judge set, the baseline and the gate — and never re-reads
 them, so a run means the same thing after the dataset or the connection is edited.
 
-A `running` run always has a live job working on it (its push job while items are pending in
-push mode, then its scoring job), except a runner-mode run waiting for traces; keeping it so is
+A `running` run always has a live job working on it (in push mode its push job, which also
+scores the answers, then a scoring job only for answers it captured and did not judge; in runner
+mode the scoring job), except a runner-mode run waiting for traces; keeping it so is
 `neens.store.run_liveness`.
 """
 
