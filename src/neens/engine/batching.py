@@ -2,15 +2,23 @@
 
 Calls to agents and judges run many at a time, but a database (SQLite above all) takes one
 writer at a time; rather than one transaction per result, a single writer drains what has
-arrived and stores it together.
+arrived and stores it together. A batch the database refuses is written again entry by entry
+(`write_or_split`), so one bad entry cannot sink the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Generic, TypeVar
+
+from sqlalchemy.exc import OperationalError
+
+from neens.store.types import storable_text
+
+log = logging.getLogger("neens.batching")
 
 T = TypeVar("T")
 
@@ -52,3 +60,40 @@ async def batch_writer(
     finally:
         await writer._queue.put(None)
         await task
+
+
+def refusal(exc: Exception) -> str:
+    """What the database said when it refused a write, in one storable line: the driver's own
+    message (`orig`), not SQLAlchemy's wrapping of it."""
+    cause = getattr(exc, "orig", None) or exc
+    text = str(cause).strip() or type(cause).__name__
+    return storable_text(text.splitlines()[0][:300])
+
+
+async def write_or_split(
+    batch: list[T],
+    write: Callable[[list[T]], Awaitable[None]],
+    refused: Callable[[T, Exception], Awaitable[None]],
+    what: str,
+    *,
+    alone_again: Callable[[T], bool] = lambda _: False,
+) -> None:
+    """Write a batch; when the database refuses it, write its entries one by one and hand each
+    one it still refuses to `refused`, so one bad entry cannot sink the rest (a lost connection
+    or lock is not the data's fault: it raises). A batch of one is not written again unless
+    `alone_again` says so."""
+    try:
+        await write(batch)
+    except OperationalError:
+        raise
+    except Exception:
+        if len(batch) == 1 and not alone_again(batch[0]):
+            raise
+        log.warning("a batch of %d %s was refused; storing them one by one", len(batch), what)
+        for entry in batch:
+            try:
+                await write([entry])
+            except OperationalError:
+                raise
+            except Exception as exc:
+                await refused(entry, exc)

@@ -40,7 +40,7 @@ from neens.domain.conventions import (
 from neens.domain.judges import JudgeCase
 from neens.domain.spans import SpanRecord
 from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, call_agent
-from neens.engine.batching import BatchWriter, batch_writer
+from neens.engine.batching import BatchWriter, batch_writer, refusal, write_or_split
 from neens.engine.judging import Outbound, deterministic, outbound_of
 from neens.engine.scoring import Judged, finish_run_in, judge_item, mark_refused, store_items
 from neens.queue.worker import JobContext
@@ -50,7 +50,7 @@ from neens.store.judges import JudgeInfo, judges_by_id
 from neens.store.models import AgentConnection, PreprodItem, PreprodRun, TraceSession
 from neens.store.run_lifecycle import move
 from neens.store.run_liveness import fail_run
-from neens.store.runs import dispatch_scoring_once, mark_item_error, refusal, write_or_split
+from neens.store.runs import dispatch_scoring_once, mark_item_error
 from neens.store.sessions import write_spans
 from neens.store.types import utcnow
 

@@ -28,7 +28,7 @@ from neens.domain.baseline import parse_range
 from neens.domain.judges import JudgeCase, Verdict, passes
 from neens.domain.preprod import candidate_verdict, cohort_stats, is_regression
 from neens.domain.stats import mean
-from neens.engine.batching import batch_writer
+from neens.engine.batching import batch_writer, refusal, write_or_split
 from neens.engine.judging import CaseJudge, Outbound, outbound_of
 from neens.queue.worker import JobContext
 from neens.store.db import Database
@@ -37,7 +37,6 @@ from neens.store.judges import JudgeInfo, judges_by_id
 from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
 from neens.store.review import item_outcome
 from neens.store.run_lifecycle import move
-from neens.store.runs import refusal, write_or_split
 from neens.store.scores import score_row
 from neens.store.types import storable_text, utcnow
 

@@ -13,14 +13,11 @@ mode the scoring job), except a runner-mode run waiting for traces; keeping it s
 from __future__ import annotations
 
 import dataclasses
-import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from sqlalchemy import func, insert, literal, select, update
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.run_lifecycle import TERMINAL, ItemStatus, RunStatus
@@ -43,54 +40,12 @@ from neens.store.sessions import untagged_traces_hint
 from neens.store.tenancy import CONNECTION, DATASET, RUN, in_project, owned
 from neens.store.types import storable_text, utcnow
 
-log = logging.getLogger("neens.runs")
-
 RECONCILE_EVERY_S = 30.0
 """How often each worker looks for runs left without a job (and once when it starts)."""
 RunJob = Literal["push", "scoring"]
 WaitingOn = Literal["worker", "retry", "traces"]
 RUN_JOBS: dict[RunJob, JobKind] = {"push": JobKind.PREPROD_PUSH, "scoring": JobKind.PREPROD_SCORE}
 """The jobs that work on a run, by the name the run detail uses for them."""
-
-
-def refusal(exc: Exception) -> str:
-    """What the database said when it refused a write, in one storable line: the driver's own
-    message (`orig`), not SQLAlchemy's wrapping of it."""
-    cause = getattr(exc, "orig", None) or exc
-    text = str(cause).strip() or type(cause).__name__
-    return storable_text(text.splitlines()[0][:300])
-
-
-T = TypeVar("T")
-
-
-async def write_or_split(
-    batch: list[T],
-    write: Callable[[list[T]], Awaitable[None]],
-    refused: Callable[[T, Exception], Awaitable[None]],
-    what: str,
-    *,
-    alone_again: Callable[[T], bool] = lambda _: False,
-) -> None:
-    """Write a batch; when the database refuses it, write its entries one by one and hand each
-    one it still refuses to `refused`, so one bad entry cannot sink the rest (a lost connection
-    or lock is not the data's fault: it raises). A batch of one is not written again unless
-    `alone_again` says so."""
-    try:
-        await write(batch)
-    except OperationalError:
-        raise
-    except Exception:
-        if len(batch) == 1 and not alone_again(batch[0]):
-            raise
-        log.warning("a batch of %d %s was refused; storing them one by one", len(batch), what)
-        for entry in batch:
-            try:
-                await write([entry])
-            except OperationalError:
-                raise
-            except Exception as exc:
-                await refused(entry, exc)
 
 
 def job_key(job: RunJob, run_id: str) -> str:
