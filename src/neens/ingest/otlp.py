@@ -18,8 +18,6 @@ the span that is too deep is refused alone instead of failing the request.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json as jsonlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,10 +38,10 @@ from neens.domain.conventions import (
     MAX_NESTING,
     record_unstorable_reason,
     safe_label,
-    unstorable_text_reason,
 )
 from neens.domain.spans import AttributeValue, Rejection, SpanRecord
 from neens.errors import InvalidInput
+from neens.ingest.otlp_json import json_items, json_lists, json_type, prepare_json_document
 from neens.ingest.records import DecodedBatch
 
 __all__ = [
@@ -54,7 +52,6 @@ __all__ = [
 ]
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_HEX: Final = re.compile(r"(?:[0-9a-fA-F]{2})*")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 _SPAN_KIND_PREFIX: Final = "SPAN_KIND_"
@@ -113,12 +110,12 @@ def decode_json(body: bytes) -> DecodedBatch:
         raise InvalidInput("request body JSON is nested too deeply") from exc
     if not isinstance(document, dict):
         raise InvalidInput(
-            f"OTLP/JSON request body must be a JSON object, not {_json_type(document)}"
+            f"OTLP/JSON request body must be a JSON object, not {json_type(document)}"
         )
     # Valid UTF-8 cannot carry a surrogate, so only a `\uD800`-`\uDFFF` escape can produce one;
     # most bodies have none and skip the per-span scan.
     scan = _SURROGATE_ESCAPE.search(body) is not None
-    rejections = _prepare_json_document(document, scan_surrogates=scan)
+    rejections = prepare_json_document(document, scan_surrogates=scan)
     request = ExportTraceServiceRequest()
     try:
         _parse_dict(document, request, _JSON_REQUEST_DEPTH)
@@ -233,15 +230,15 @@ def _json_too_deep(value: object, message: type[Message], depth: int) -> bool:
 
 def _drop_deep_json_spans(document: dict[str, Any], rejections: list[Rejection]) -> None:
     """Take out (and reject) every span, scope or resource too deep for `ParseDict`."""
-    for _, resource_spans in _json_items(document, "resourceSpans", "resource_spans"):
+    for _, resource_spans in json_items(document, "resourceSpans", "resource_spans"):
         deep_resource = _json_too_deep(
             resource_spans.get("resource"), Resource, _JSON_REQUEST_DEPTH - 2
         )
-        for _, group in _json_items(resource_spans, "scopeSpans", "scope_spans"):
+        for _, group in json_items(resource_spans, "scopeSpans", "scope_spans"):
             deep_scope = deep_resource or _json_too_deep(
                 group.get("scope"), InstrumentationScope, _JSON_SPAN_DEPTH
             )
-            for key, spans in _json_lists(group, "spans", "spans"):
+            for key, spans in json_lists(group, "spans", "spans"):
                 kept = []
                 for span in spans:
                     if isinstance(span, dict) and (
@@ -551,219 +548,3 @@ def _encodable(text: str) -> str:
     if _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-# ---------------------------------------------------------------------------------------------
-# OTLP/JSON preparation: hex ids and lone surrogates
-# ---------------------------------------------------------------------------------------------
-
-_ID_KEYS: Final = (
-    ("traceId", "trace_id"),
-    ("spanId", "span_id"),
-    ("parentSpanId", "parent_span_id"),
-)
-_LINK_ID_KEYS: Final = (("traceId", "trace_id"), ("spanId", "span_id"))
-
-
-def _prepare_json_document(
-    document: dict[str, Any], *, scan_surrogates: bool = True
-) -> list[Rejection]:
-    """Rewrite hex ids as base64 in place and take out spans protobuf could not hold.
-
-    Only shapes that look right are touched; anything else is left for `ParseDict` to refuse with
-    its own precise message. A resource or scope holding a lone surrogate takes all its spans
-    with it (each rejected with the reason), since none of them could be decoded with it.
-    """
-    rejections: list[Rejection] = []
-    for r_index, resource_spans in _json_items(document, "resourceSpans", "resource_spans"):
-        resource_problem = None
-        if scan_surrogates:
-            resource = resource_spans.get("resource")
-            resource_problem = _json_group_surrogate_reason(resource, "resource")
-        for key, scope_groups in _json_lists(resource_spans, "scopeSpans", "scope_spans"):
-            resource_spans[key] = [
-                group
-                for s_index, group in enumerate(scope_groups)
-                if not isinstance(group, dict)
-                or _prepare_scope_group(
-                    group,
-                    f"resourceSpans[{r_index}].scopeSpans[{s_index}]",
-                    resource_problem,
-                    rejections,
-                    scan_surrogates=scan_surrogates,
-                )
-            ]
-        if resource_problem is not None:
-            resource_spans.pop("resource")
-    return rejections
-
-
-def _prepare_scope_group(
-    group: dict[str, Any],
-    path: str,
-    problem: str | None,
-    rejections: list[Rejection],
-    *,
-    scan_surrogates: bool,
-) -> bool:
-    """Prepare one ScopeSpans object in place; False when it must be dropped whole."""
-    if problem is None and scan_surrogates:
-        problem = _json_group_surrogate_reason(group.get("scope"), "scope")
-    for key, spans in _json_lists(group, "spans", "spans"):
-        kept: list[Any] = []
-        for index, span in enumerate(spans):
-            if not isinstance(span, dict):
-                kept.append(span)
-                continue
-            name = span.get("name")
-            label = safe_label(name if isinstance(name, str) else "")
-            reason = f"span {label} {problem}" if problem is not None else None
-            if reason is None and scan_surrogates:
-                reason = _json_span_surrogate_reason(span, label)
-            if reason is not None:
-                rejections.append(Rejection(reason))
-                continue
-            _hex_ids_to_base64(span, f"{path}.spans[{index}]")
-            kept.append(span)
-        group[key] = kept
-    return problem is None
-
-
-def _json_lists(container: dict[str, Any], camel: str, snake: str) -> list[tuple[str, list[Any]]]:
-    return [
-        (key, container[key])
-        for key in dict.fromkeys((camel, snake))
-        if isinstance(container.get(key), list)
-    ]
-
-
-def _json_items(container: dict[str, Any], camel: str, snake: str) -> list[tuple[int, Any]]:
-    return [
-        (index, item)
-        for _, items in _json_lists(container, camel, snake)
-        for index, item in enumerate(items)
-        if isinstance(item, dict)
-    ]
-
-
-def _hex_ids_to_base64(span: dict[str, Any], path: str) -> None:
-    _convert_ids(span, _ID_KEYS, path)
-    for _, links in _json_lists(span, "links", "links"):
-        for index, link in enumerate(links):
-            if isinstance(link, dict):
-                _convert_ids(link, _LINK_ID_KEYS, f"{path}.links[{index}]")
-
-
-def _convert_ids(container: dict[str, Any], keys: Iterable[tuple[str, str]], path: str) -> None:
-    for spellings in keys:
-        for key in spellings:
-            value = container.get(key)
-            if not isinstance(value, str):
-                continue  # absent, or a wrong type that ParseDict reports itself
-            if _HEX.fullmatch(value) is None:
-                raise InvalidInput(
-                    f"{path}.{key} is not a hex string: {safe_label(value)} "
-                    "(OTLP/JSON encodes trace and span ids as hex, not base64)",
-                    field=f"{path}.{key}",
-                )
-            container[key] = base64.b64encode(binascii.unhexlify(value)).decode("ascii")
-
-
-def _has_surrogate(value: object) -> bool:
-    if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_surrogate(key) or _has_surrogate(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(item) for item in value)
-    return False
-
-
-def _json_group_surrogate_reason(group: object, source: str) -> str | None:
-    """Why a raw resource or scope object cannot be decoded, for every span beneath it."""
-    if not _has_surrogate(group):
-        return None
-    if isinstance(group, dict):
-        reason = _json_attributes_reason(group.get("attributes"), f"{source} attribute")
-        if reason is not None:
-            return reason
-    return f"{source} {unstorable_text_reason(group)}"
-
-
-def _json_span_surrogate_reason(span: dict[str, Any], label: str) -> str | None:
-    """Why a raw OTLP/JSON span cannot be decoded, naming the field or attribute, or None."""
-    if not _has_surrogate(span):
-        return None
-    for key, value in span.items():
-        reason: str | None = None
-        if _has_surrogate(key):
-            reason = f"has a field name that {unstorable_text_reason(key)}"
-        elif not _has_surrogate(value):
-            continue
-        elif key == "attributes":
-            reason = _json_attributes_reason(value, "attribute")
-        elif key == "events" and isinstance(value, list):
-            reason = next(
-                (
-                    f"event {index} {_json_event_reason(event)}"
-                    for index, event in enumerate(value)
-                    if _has_surrogate(event)
-                ),
-                None,
-            )
-        return f"span {label} {reason or f'{key} {unstorable_text_reason(value)}'}"
-    return None  # pragma: no cover - _has_surrogate(span) found one in some key or value
-
-
-def _json_event_reason(event: object) -> str:
-    if isinstance(event, dict):
-        reason = _json_attributes_reason(event.get("attributes"), "attribute")
-        if reason is not None:
-            return reason
-    return str(unstorable_text_reason(event))
-
-
-def _json_attributes_reason(attributes: object, source: str) -> str | None:
-    if not isinstance(attributes, list):
-        return None
-    for item in attributes:
-        if not isinstance(item, dict) or not _has_surrogate(item):
-            continue
-        key = item.get("key")
-        if isinstance(key, str) and _has_surrogate(key):
-            return f"{source} key {safe_label(key)} {unstorable_text_reason(key)}"
-        value_reason = unstorable_text_reason(_json_any_value(item.get("value")))
-        return f"{source} {safe_label(key)} {value_reason}"
-    return None
-
-
-def _json_any_value(value: object) -> object:
-    """A raw OTLP/JSON AnyValue unwrapped well enough to say where the bad text sits."""
-    if not isinstance(value, dict) or len(value) != 1:
-        return value
-    ((key, inner),) = value.items()
-    if key in ("arrayValue", "array_value") and isinstance(inner, dict):
-        values = inner.get("values")
-        if isinstance(values, list):
-            return [_json_any_value(item) for item in values]
-    if key in ("kvlistValue", "kvlist_value") and isinstance(inner, dict):
-        values = inner.get("values")
-        if isinstance(values, list):
-            return {
-                str(item.get("key")): _json_any_value(item.get("value"))
-                for item in values
-                if isinstance(item, dict)
-            }
-    return inner
-
-
-def _json_type(value: object) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    return "a number"

@@ -31,7 +31,6 @@ from neens.domain.messages import GENAI_CONTENT_EVENTS
 from neens.domain.spans import Rejection, SpanLogEvent
 from neens.errors import InvalidInput
 from neens.ingest.otlp import (
-    _HEX,
     _any_value,
     _attributes,
     _encodable,
@@ -41,6 +40,7 @@ from neens.ingest.otlp import (
     _time,
     _Undecodable,
 )
+from neens.ingest.otlp_json import HEX
 from neens.ingest.records import DecodedLogs
 
 __all__ = [
@@ -176,7 +176,7 @@ def _hex_ids_to_base64(document: dict[str, Any]) -> None:
                     value = record.get(key)
                     if not isinstance(value, str):
                         continue
-                    if _HEX.fullmatch(value) is None:
+                    if HEX.fullmatch(value) is None:
                         raise InvalidInput(
                             f"log record {key} is not a hex string: {safe_label(value)} "
                             "(OTLP/JSON encodes trace and span ids as hex, not base64)",
