@@ -12,10 +12,11 @@ times two things against it:
   endpoint once per item, records each answer as a session, links it to its item and scores it
   with the project's default judge (built-in fuzzy similarity).
 
-Neens is timed from `POST /preprod-evals` until every item is captured (every call answered
-and recorded: the like-for-like comparison with the httpx loop, and the one the target is set
-on) and until the run reaches a final status (scoring included). Both are read by polling
-`GET /preprod-evals/{id}` every 50 ms.
+Neens is timed from `POST /preprod-evals` until every item is captured and until the run is
+`completed` (every call answered, recorded and scored: the figure the target is set on), both
+read by polling `GET /preprod-evals/{id}` every 50 ms. The two sides run in `--rounds`
+interleaved rounds (the order alternating), each round giving a paired ratio; the median and
+spread of those ratios are the result.
 
     python bench/push_run.py                     # 1,000 items, SQLite in a temp dir
     python bench/push_run.py --quick             # 200 items, a smoke run
@@ -32,6 +33,7 @@ import argparse
 import asyncio
 import math
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -43,6 +45,7 @@ from typing import Any
 
 import _support
 import httpx
+from _load import ProcessStats
 from _support import ServerProcess, console
 from rich.table import Table
 
@@ -257,58 +260,73 @@ async def push_run(
     return result
 
 
-async def measure_neens(
-    neens: ServerProcess,
-    agent: ServerProcess,
-    key: str,
-    warmup: list[str],
-    prompts: list[str],
-    max_seconds: float,
-) -> tuple[PushResult | None, PushResult]:
-    """Set up the datasets and the connection, run an untimed warm-up run, then the timed one."""
-    tag = uuid.uuid4().hex[:8]  # the run may share a database (and project) with earlier ones
-    async with httpx.AsyncClient(
-        base_url=neens.url,
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=httpx.Timeout(REQUEST_TIMEOUT_S),
-    ) as client:
-        dataset_id = await create_dataset(client, f"bench-{tag}", prompts)
+@dataclass
+class NeensTarget:
+    """A Neens server set up for the benchmark: a dataset of the prompts and a connection."""
+
+    server: ServerProcess
+    key: str
+    dataset_id: str = ""
+    connection_id: str = ""
+    tag: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.server.url,
+            headers={"Authorization": f"Bearer {self.key}"},
+            timeout=httpx.Timeout(REQUEST_TIMEOUT_S),
+        )
+
+
+async def set_up_neens(
+    target: NeensTarget, agent: ServerProcess, warmup: list[str], prompts: list[str], args: Any
+) -> PushResult | None:
+    """Create the dataset and the connection, then run an untimed warm-up run."""
+    async with target.client() as client:
+        target.dataset_id = await create_dataset(client, f"bench-{target.tag}", prompts)
         connection = _check(
             await client.post(
                 "/agent-connections",
                 json={
-                    "name": f"bench-agent-{tag}",
+                    "name": f"bench-agent-{target.tag}",
                     "url": f"{agent.url}{AGENT_PATH}",
                     "requestFormat": "neens",
                 },
             ),
             "POST /agent-connections",
         )
-        connection_id = str(connection["id"])
-        warm: PushResult | None = None
-        if warmup:
-            warm_dataset = await create_dataset(client, f"bench-warmup-{tag}", warmup)
-            warm = await push_run(
-                client,
-                neens.popen.pid,
-                warm_dataset,
-                connection_id,
-                f"warmup-{tag}",
-                len(warmup),
-                max_seconds,
-            )
+        target.connection_id = str(connection["id"])
+        if not warmup:
+            return None
+        warm_dataset = await create_dataset(client, f"bench-warmup-{target.tag}", warmup)
+        return await push_run(
+            client,
+            target.server.popen.pid,
+            warm_dataset,
+            target.connection_id,
+            f"warmup-{target.tag}",
+            len(warmup),
+            args.max_seconds,
+        )
+
+
+async def measure_neens(
+    target: NeensTarget, agent: ServerProcess, round_no: int, items: int, max_seconds: float
+) -> PushResult:
+    """One timed push run over the prompts' dataset."""
+    async with target.client() as client:
         before = answered_count(agent)
         timed = await push_run(
             client,
-            neens.popen.pid,
-            dataset_id,
-            connection_id,
-            f"bench-{tag}",
-            len(prompts),
+            target.server.popen.pid,
+            target.dataset_id,
+            target.connection_id,
+            f"bench-{target.tag}-{round_no}",
+            items,
             max_seconds,
         )
         timed.calls_answered = answered_count(agent) - before
-    return warm, timed
+    return timed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,12 +376,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=600.0,
         help="give up on a target (the httpx loop, or one Neens run) after this long (default 600)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="interleaved rounds of the httpx loop and a Neens run (default 3; 2 with --quick)",
+    )
     parser.add_argument("--agent-port", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.items is None:
         args.items = QUICK_ITEMS if args.quick else DEFAULT_ITEMS
+    if args.rounds is None:
+        args.rounds = 2 if args.quick else 3
     if (
         args.items < 1
+        or args.rounds < 1
         or args.concurrency < 1
         or args.warmup < 0
         or args.latency_ms < 0
@@ -382,121 +409,120 @@ def _ratio(value: float | None, baseline: float) -> str:
     return f"{value / baseline:.2f}x"
 
 
-def report(base: LoadResult, neens: PushResult, args: argparse.Namespace, db_label: str) -> bool:
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x (min {min(values):.2f}, max {max(values):.2f})"
+
+
+def report(
+    bases: list[LoadResult],
+    runs: list[PushResult],
+    args: argparse.Namespace,
+    db_label: str,
+    peak_rss_mb: float | None,
+) -> bool:
     floor = math.ceil(args.items / args.concurrency) * args.latency_ms / 1000
     table = Table(
         title=f"Push run, {args.items:,} items, {args.concurrency} in flight, "
-        f"{args.latency_ms:g} ms endpoint, Neens on {db_label}"
+        f"{args.latency_ms:g} ms endpoint, Neens on {db_label}, {len(runs)} interleaved rounds "
+        f"(floor {floor:.2f} s)"
     )
-    table.add_column("target", justify="left")
-    for column in ("calls", "failed", "seconds", "ratio", "cpu s", "p50 ms", "p99 ms"):
+    for column in (
+        "round",
+        "httpx s",
+        "httpx cpu s",
+        "neens captured s",
+        "neens complete s",
+        "neens cpu s",
+        "complete / httpx",
+        "captured / httpx",
+        "failed",
+    ):
         table.add_column(column, justify="right")
 
     def seconds(value: float | None) -> str:
         return f"{value:.2f}" if value is not None else "n/a"
 
-    failed_items = neens.counts.get("error", 0) + neens.counts.get("pending", 0)
-    table.add_row("floor", f"{args.items:,}", "", f"{floor:.2f}", "", "", "", "")
-    table.add_row(
-        "httpx",
-        f"{base.requests:,}",
-        f"{base.failures:,}",
-        f"{base.seconds:.2f}",
-        "1.00x",
-        f"{base.cpu_seconds:.2f}",
-        f"{base.latency_ms(0.5):.1f}",
-        f"{base.latency_ms(0.99):.1f}",
-    )
-    table.add_row(
-        "neens captured",
-        f"{neens.calls_answered:,}" if neens.calls_answered is not None else "n/a",
-        f"{failed_items:,}",
-        seconds(neens.capture_seconds),
-        _ratio(neens.capture_seconds, base.seconds),
-        seconds(neens.capture_cpu),
-        "",
-        "",
-    )
-    table.add_row(
-        "neens complete",
-        "",
-        "",
-        seconds(neens.total_seconds),
-        _ratio(neens.total_seconds, base.seconds),
-        seconds(neens.total_cpu),
-        "",
-        "",
-    )
+    for i, (base, neens) in enumerate(zip(bases, runs, strict=True), start=1):
+        failed_items = neens.counts.get("error", 0) + neens.counts.get("pending", 0)
+        table.add_row(
+            f"{i}",
+            f"{base.seconds:.2f}",
+            f"{base.cpu_seconds:.2f}",
+            seconds(neens.capture_seconds),
+            seconds(neens.total_seconds),
+            seconds(neens.total_cpu),
+            _ratio(neens.total_seconds, base.seconds),
+            _ratio(neens.capture_seconds, base.seconds),
+            f"{base.failures + failed_items:,}",
+        )
     console.print(table)
-
-    c = neens.counts
-    passed = f"{neens.passed:,}" if neens.passed is not None else "n/a"
+    last = runs[-1]
+    c = last.counts
+    passed = f"{last.passed:,}" if last.passed is not None else "n/a"
     console.print(
-        f"Neens run {neens.run_id}: status {neens.status}; counts pending {c.get('pending', 0):,}"
+        f"Last Neens run {last.run_id}: status {last.status}; "
+        f"counts pending {c.get('pending', 0):,}"
         f" / captured {c.get('captured', 0):,} / scored {c.get('scored', 0):,}"
-        f" / error {c.get('error', 0):,}; {passed} passed; "
-        f"{neens.polls} polls; POST /preprod-evals took {neens.create_seconds * 1000:.0f} ms"
+        f" / error {c.get('error', 0):,}; {passed} passed; {last.polls} polls; "
+        f"POST /preprod-evals took {last.create_seconds * 1000:.0f} ms"
         + (
-            f"; server-side createdAt -> completedAt {neens.server_seconds:.2f}s"
-            if neens.server_seconds is not None
+            f"; server-side createdAt -> completedAt {last.server_seconds:.2f}s"
+            if last.server_seconds is not None
             else ""
         )
+        + (f"; Neens peak RSS {peak_rss_mb:,.0f} MB" if peak_rss_mb is not None else "")
     )
     console.print(
-        "[dim]Caveats: 'neens complete' also scores every item with the default judge (built-in "
-        "fuzzy similarity), work the httpx loop does not do; 'neens captured' (every call "
-        "answered and recorded) is the like-for-like comparison, and the one the target is "
-        "on. 'floor' is the endpoint latency times the rounds of calls. Both Neens times are "
-        f"read by polling every {POLL_INTERVAL_S * 1000:.0f} ms, so each can be late by up to "
-        "one poll "
-        "(and one GET). 'cpu s' is the CPU the caller used over that time: this process for "
-        "the httpx loop, the Neens server process (all its threads) for Neens.[/dim]"
+        "[dim]'complete' is from POST /preprod-evals until the run is completed: every call "
+        "answered, recorded and scored with the default judge (built-in fuzzy similarity). "
+        "Times are read by polling every "
+        f"{POLL_INTERVAL_S * 1000:.0f} ms, so each can be late by up to one poll. 'cpu s' is "
+        "the CPU of the side making the calls: this process for the httpx loop, the Neens "
+        "server process (all its threads) for Neens.[/dim]"
     )
 
-    trustworthy = _support.report_failures("httpx loop", base, "calls")
-    if not neens.trustworthy:
-        trustworthy = False
-        why = "timed out" if neens.timed_out else f"ended {neens.status}"
-        console.print(
-            f"[red]neens: the run did not score all {args.items:,} items ({why}; "
-            f"scored {c.get('scored', 0):,})[/red]"
-        )
-        if neens.error:
-            console.print(f"[red]  run error: {neens.error}[/red]")
-    if neens.passed is not None and neens.passed != args.items:
-        console.print(
-            f"[yellow]note: {neens.passed:,} of {args.items:,} items passed; the endpoint "
-            "answers each item's expected output, so all should[/yellow]"
-        )
-    if neens.calls_answered is not None and neens.calls_answered != args.items:
-        console.print(
-            f"[yellow]note: the endpoint answered {neens.calls_answered:,} calls during the "
-            f"Neens run, for {args.items:,} items[/yellow]"
-        )
-
-    if neens.capture_seconds is None or base.seconds <= 0:
-        console.print("[red]ratio neens/httpx: n/a (Neens did not capture every item)[/red]")
-        return False
-    capture_ratio = neens.capture_seconds / base.seconds
-    print(
-        f"ratio neens/httpx (neens captured): {capture_ratio:.2f}x "
-        f"(neens_seconds / httpx_seconds, target <= {TARGET_RATIO:.1f}x)"
-    )
-    if neens.total_seconds is not None:
-        print(
-            f"ratio neens/httpx (neens complete, incl. scoring): "
-            f"{neens.total_seconds / base.seconds:.2f}x (shown alongside; not the target)"
-        )
+    trustworthy = True
+    for i, (base, neens) in enumerate(zip(bases, runs, strict=True), start=1):
+        if not _support.report_failures(f"round {i} httpx loop", base, "calls"):
+            trustworthy = False
+        if not neens.trustworthy:
+            trustworthy = False
+            why = "timed out" if neens.timed_out else f"ended {neens.status}"
+            console.print(
+                f"[red]round {i} neens: the run did not score all {args.items:,} items ({why}; "
+                f"scored {neens.counts.get('scored', 0):,})[/red]"
+            )
+            if neens.error:
+                console.print(f"[red]  run error: {neens.error}[/red]")
+        if neens.passed is not None and neens.passed != args.items:
+            console.print(
+                f"[yellow]round {i}: {neens.passed:,} of {args.items:,} items passed; the "
+                "endpoint answers each item's expected output, so all should[/yellow]"
+            )
+        if neens.calls_answered is not None and neens.calls_answered != args.items:
+            console.print(
+                f"[yellow]round {i}: the endpoint answered {neens.calls_answered:,} calls "
+                f"during the Neens run, for {args.items:,} items[/yellow]"
+            )
     if not trustworthy:
         # A run that did not score every item is a failed benchmark, not a fast one.
         console.print("[red]NO VERDICT: the run had errors (see above)[/red]")
         return False
-    met = capture_ratio <= TARGET_RATIO
-    console.print("[green]target met[/green]" if met else "[red]TARGET MISSED[/red]")
+    pairs = list(zip(bases, runs, strict=True))
+    complete = [(n.total_seconds or math.inf) / b.seconds for b, n in pairs]
+    captured = [(n.capture_seconds or math.inf) / b.seconds for b, n in pairs]
+    console.print(f"paired ratio neens captured / httpx: {_spread(captured)} (shown alongside)")
+    median = statistics.median(complete)
+    verdict = "[green]target met[/green]" if median <= TARGET_RATIO else "[red]TARGET MISSED[/red]"
+    console.print(
+        f"paired ratio neens complete / httpx: {_spread(complete)} "
+        f"(target <= {TARGET_RATIO:.1f}x): {verdict}"
+    )
     return True
 
 
 def run(args: argparse.Namespace) -> int:
+    console.width = max(console.width, 132)  # the table is wide; keep it readable in a pipe
     load = _support.load_average()
     console.print(
         _support.machine_summary()
@@ -522,25 +548,44 @@ def run(args: argparse.Namespace) -> int:
             neens = ws.start_neens(neens_port, neens_env)
             ws.wait_healthy()
 
-            console.print(f"httpx loop -> {agent.url} ...")
-            warm, base = asyncio.run(
-                measure_httpx(agent.url, warmup, prompts, args.concurrency, args.max_seconds)
-            )
-            _support.report_warmup("httpx", warm, "calls")
-
-            console.print(f"Neens push run ({neens.url} -> {agent.url}) ...")
-            warm_run, result = asyncio.run(
-                measure_neens(neens, agent, key, warmup, prompts, args.max_seconds)
-            )
+            target = NeensTarget(neens, key)
+            warm_run = asyncio.run(set_up_neens(target, agent, warmup, prompts, args))
             if warm_run is not None and not warm_run.trustworthy:
                 console.print(
                     f"[red]neens: the warm-up run ended {warm_run.status} with counts "
                     f"{warm_run.counts} ({warm_run.error or 'no error'})[/red]"
                 )
+            warm = asyncio.run(
+                measure_httpx(agent.url, [], warmup, args.concurrency, args.max_seconds)
+            )[1]
+            _support.report_warmup("httpx", warm, "calls")
+            bases: list[LoadResult] = []
+            runs: list[PushResult] = []
+            for round_no in range(1, args.rounds + 1):
+                httpx_first = round_no % 2 == 1
+                for side in ("httpx", "neens") if httpx_first else ("neens", "httpx"):
+                    if side == "httpx":
+                        bases.append(
+                            asyncio.run(
+                                measure_httpx(
+                                    agent.url, [], prompts, args.concurrency, args.max_seconds
+                                )
+                            )[1]
+                        )
+                    else:
+                        runs.append(
+                            asyncio.run(
+                                measure_neens(
+                                    target, agent, round_no, len(prompts), args.max_seconds
+                                )
+                            )
+                        )
+                console.print(f"round {round_no}/{args.rounds} done")
             for server in ws.servers:
                 if server.popen.poll() is not None:
                     console.print(f"[red]{server.name} exited during the run[/red]")
-            trustworthy = report(base, result, args, ws.db_label)
+            peak = ProcessStats.of(neens.popen.pid).peak_rss_mb
+            trustworthy = report(bases, runs, args, ws.db_label, peak)
             if not trustworthy:
                 console.print(f"[dim]Neens log tail:\n{neens.log_tail()}[/dim]")
             return 0 if trustworthy else 1
