@@ -29,6 +29,7 @@ from neens.store.db import Database
 from neens.store.models import PreprodItem, PreprodRun, Span, TraceSession
 from neens.store.run_lifecycle import move
 from neens.store.runs import dispatch_scoring_once
+from neens.store.tenancy import owned_by
 from neens.store.types import utcnow
 
 
@@ -46,14 +47,14 @@ async def _link_one(db: Database, project_id: str, trace_id: str, summary: Sessi
     async with db.write() as s:
         run = await s.scalar(
             select(PreprodRun)
-            .where(PreprodRun.id == summary.eval_run_id, PreprodRun.project_id == project_id)
+            .where(PreprodRun.id == summary.eval_run_id, owned_by(PreprodRun, project_id))
             .with_for_update()
         )
         if run is None or run.status in TERMINAL or run.runner_mode != "runner":
             return False
         session_pk = await s.scalar(
             select(TraceSession.pk).where(
-                TraceSession.project_id == project_id, TraceSession.trace_id == trace_id
+                owned_by(TraceSession, project_id), TraceSession.trace_id == trace_id
             )
         )
         if session_pk is None:

@@ -21,6 +21,7 @@ from neens.store.jobs import JobKind, enqueue
 from neens.store.judges import judges_by_id
 from neens.store.models import Judge, TraceSession
 from neens.store.scores import score_row
+from neens.store.tenancy import owned_by
 
 SETTLE_S = 1.0
 """Wait after the root span before scoring, for late sibling spans of the same export."""
@@ -36,7 +37,7 @@ async def production_judges(db: Database, project_id: str) -> list[str]:
         ids = list(
             await s.scalars(
                 select(Judge.id).where(
-                    Judge.project_id == project_id,
+                    owned_by(Judge, project_id),
                     Judge.score_production.is_(True),
                     Judge.enabled.is_(True),
                 )
@@ -72,7 +73,7 @@ async def score_production_session(ctx: JobContext, payload: dict[str, Any]) -> 
     async with db.read() as s:
         session = await s.scalar(
             select(TraceSession).where(
-                TraceSession.project_id == project_id, TraceSession.trace_id == trace_id
+                owned_by(TraceSession, project_id), TraceSession.trace_id == trace_id
             )
         )
         judges = await judges_by_id(s, project_id, judge_ids)

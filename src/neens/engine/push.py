@@ -52,6 +52,7 @@ from neens.store.run_lifecycle import move
 from neens.store.run_liveness import fail_run
 from neens.store.runs import dispatch_scoring_once, mark_item_error
 from neens.store.sessions import write_spans
+from neens.store.tenancy import owned_by
 from neens.store.types import utcnow
 
 log = logging.getLogger("neens.push")
@@ -391,7 +392,7 @@ async def _link(s: AsyncSession, run: PreprodRun, answered: dict[str, _Outcome])
     rows = (
         await s.execute(
             select(TraceSession.pk, TraceSession.trace_id, TraceSession.output).where(
-                TraceSession.project_id == run.project_id,
+                owned_by(TraceSession, run.project_id),
                 TraceSession.trace_id.in_(list(trace_ids)),
             )
         )

@@ -38,6 +38,7 @@ from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
 from neens.store.review import item_outcome
 from neens.store.run_lifecycle import move
 from neens.store.scores import score_row
+from neens.store.tenancy import owned_by
 from neens.store.types import storable_text, utcnow
 
 log = logging.getLogger("neens.scoring")
@@ -346,7 +347,7 @@ async def _prod_window_baseline(
                 select(Score, TraceSession)
                 .join(TraceSession, TraceSession.pk == Score.session_pk)
                 .where(
-                    Score.project_id == run.project_id,
+                    owned_by(Score, run.project_id),
                     Score.source != "preprod",
                     Score.created_at >= since,
                     TraceSession.eval_run_id.is_(None),
