@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Final, Literal
 
 from neens.domain.spans import SpanJson, SpanRecord
@@ -430,6 +431,33 @@ _SQUASHED_BARE: Final = {
 }
 
 
+_LOOKALIKE_CHARS: Final = 40
+"""Longer keys are not mistaken correlation keys (and are not remembered)."""
+
+
+@lru_cache(maxsize=4096)
+def _lookalike(key: str) -> str | None:
+    """The correlation key `key` looks like without being it, else None. Remembered: every
+    span asks this of each of its attribute keys, and a service's keys are few."""
+    if key in _CORRELATION_KEYS:
+        return None
+    lowered = key.lower()
+    if not any(word in lowered for word in _CORRELATION_WORDS):
+        return None  # most keys: nothing like a correlation key, so no closer look
+    squashed = _SQUASH.sub("", lowered)
+    target = _SQUASHED_KEYS.get(squashed) or _SQUASHED_BARE.get(squashed)
+    if target is None and squashed.startswith("neens"):
+        target = next(
+            (
+                exact
+                for candidate, exact in _SQUASHED_KEYS.items()
+                if _within_two_edits(squashed, candidate)
+            ),
+            None,
+        )
+    return target
+
+
 def _misspelled_correlation_keys(attributes: Mapping[str, Any]) -> list[Flag]:
     """Flags for attributes that look like a correlation key but are not spelled exactly.
 
@@ -440,23 +468,7 @@ def _misspelled_correlation_keys(attributes: Mapping[str, Any]) -> list[Flag]:
     """
     flags = []
     for key in attributes:
-        if key in _CORRELATION_KEYS or len(key) > 40:
-            continue
-        lowered = key.lower()
-        if not any(word in lowered for word in _CORRELATION_WORDS):
-            continue  # most keys: nothing like a correlation key, so no closer look
-        squashed = _SQUASH.sub("", lowered)
-        target = _SQUASHED_KEYS.get(squashed) or _SQUASHED_BARE.get(squashed)
-        if target is None and squashed.startswith("neens"):
-            target = next(
-                (
-                    exact
-                    for candidate, exact in _SQUASHED_KEYS.items()
-                    if _within_two_edits(squashed, candidate)
-                ),
-                None,
-            )
-        if target is not None:
+        if len(key) <= _LOOKALIKE_CHARS and (target := _lookalike(key)) is not None:
             flags.append(
                 Flag(
                     "correlation_key_misspelled",

@@ -201,7 +201,18 @@ def _lock_traces(conn: Connection, keys: list[tuple[str, str]], *, shared: bool)
     )
 
 
+_ANY_LOG_EVENT = (
+    select(_LOG_EVENTS.c.pk).where(_LOG_EVENTS.c.project_id == bindparam("project_id")).limit(1)
+)
+
+
 def _traces_with_log_events(conn: Connection, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The traces of `keys` with content events stored. Most projects send none at all, which
+    one indexed probe per project tells; only then are the traces looked up one by one (a
+    statement SQLAlchemy expands anew for every batch)."""
+    projects = sorted({project_id for project_id, _ in keys})
+    if all(conn.execute(_ANY_LOG_EVENT, {"project_id": p}).first() is None for p in projects):
+        return set()
     rows = conn.execute(
         select(_LOG_EVENTS.c.project_id, _LOG_EVENTS.c.trace_id)
         .where(tuple_(_LOG_EVENTS.c.project_id, _LOG_EVENTS.c.trace_id).in_(keys))

@@ -69,11 +69,16 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is UTC else value.astimezone(UTC)
 
 
+_SQLITE_TIME: Final = "%04d-%02d-%02d %02d:%02d:%02d.%06d"
+"""SQLAlchemy's SQLite DATETIME storage format."""
+
+
 def _sqlite_time(value: datetime | None) -> str | None:
-    """SQLAlchemy's SQLite DATETIME text of the UTC time (microseconds always written)."""
+    """The text SQLAlchemy's SQLite DATETIME stores for the UTC time."""
     if value is None:
         return None
-    return _utc(value).replace(tzinfo=None).isoformat(" ", "microseconds")
+    v = _utc(value)
+    return _SQLITE_TIME % (v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
 
 
 def _postgres_time(value: datetime | None) -> datetime | None:
