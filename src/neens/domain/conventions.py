@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Final, Literal
 
 from neens.domain.convention_tables import (
@@ -38,7 +39,7 @@ from neens.domain.convention_tables import (
     TOKEN_KEYS,
 )
 from neens.domain.messages import Side, event_content, first_text, nonblank_text, to_json
-from neens.domain.spans import SpanRecord
+from neens.domain.spans import SpanJson, SpanRecord
 
 # ---------------------------------------------------------------------------------------------
 # Storability
@@ -150,38 +151,48 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _STRICT_JSON: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
-def _surely_storable(record: SpanRecord) -> bool:
-    """True only when `record_unstorable_reason` would find nothing; False means "look closer".
+def _storable_json(record: SpanRecord) -> SpanJson | None:
+    """The JSON text of the record's values when `record_unstorable_reason` would surely find
+    nothing; None means "look closer".
 
     Ingest checks every span, and walking every attribute in Python cost more than decoding it.
-    One C-level JSON encoding of everything the walk inspects finds the same problems: a NUL is
+    A C-level JSON encoding of everything the walk inspects finds the same problems: a NUL is
     always escaped as `\\u0000`, a surrogate stays as it is (`ensure_ascii=False`), and a NaN
     or infinity raises. Anything it cannot encode, or text that merely looks suspect (a literal
-    backslash-u0000), falls back to the exact walk, which also words the reason.
+    backslash-u0000), falls back to the exact walk, which also words the reason. The JSON
+    values are encoded one by one, so the store can write their text (`SpanJson`).
     """
     try:
-        text = _STRICT_JSON.encode(
-            [
-                record.name,
-                record.trace_id,
-                record.span_id,
-                record.parent_span_id,
-                record.kind,
-                record.status_message,
-                record.scope_name,
-                record.input,
-                record.output,
-                record.agent_name,
-                record.resource_attributes,
-                record.attributes,
-                record.events,
-            ]
+        texts = (
+            _STRICT_JSON.encode(
+                [
+                    record.name,
+                    record.trace_id,
+                    record.span_id,
+                    record.parent_span_id,
+                    record.kind,
+                    record.status_message,
+                    record.scope_name,
+                    record.input,
+                    record.output,
+                    record.agent_name,
+                ]
+            ),
+            _STRICT_JSON.encode(record.resource_attributes),
+            _STRICT_JSON.encode(record.attributes),
+            _STRICT_JSON.encode(record.events),
         )
     except (TypeError, ValueError, RecursionError):
-        return False
-    if "\\u0000" in text:
-        return False
-    return text.isascii() or _SURROGATE.search(text) is None
+        return None
+    for text in texts:
+        if "\\u0000" in text or (not text.isascii() and _SURROGATE.search(text) is not None):
+            return None
+    return SpanJson(
+        attributes=texts[2],
+        resource_attributes=texts[1],
+        events=texts[3],
+        of=(record.attributes, record.resource_attributes, record.events),
+    )
 
 
 def record_unstorable_reason(record: SpanRecord) -> str | None:
@@ -190,8 +201,18 @@ def record_unstorable_reason(record: SpanRecord) -> str | None:
     Shared by every decoder so an OTLP span and a native span with the same problem are refused
     with the same words. The span's own name is checked first because the reason quotes it.
     """
-    if _surely_storable(record):
-        return None
+    encoded = _storable_json(record)
+    if encoded is None:
+        return _unstorable_reason(record)
+    # Kept for the store to write (`SpanRecord.encoded`). The record is frozen, but this is a
+    # cache: `SpanRecord.json_text` trusts it only while the record holds the very objects
+    # it was encoded from.
+    object.__setattr__(record, "encoded", encoded)
+    return None
+
+
+def _unstorable_reason(record: SpanRecord) -> str | None:
+    """`record_unstorable_reason`'s exact walk."""
     label = safe_label(record.name)
     fields: list[tuple[str, object]] = [
         ("name", record.name),
@@ -407,6 +428,33 @@ _SQUASHED_BARE: Final = {
 }
 
 
+_LOOKALIKE_CHARS: Final = 40
+"""Longer keys are not mistaken correlation keys (and are not remembered)."""
+
+
+@lru_cache(maxsize=4096)
+def _lookalike(key: str) -> str | None:
+    """The correlation key `key` looks like without being it, else None. Remembered: every
+    span asks this of each of its attribute keys, and a service's keys are few."""
+    if key in _CORRELATION_KEYS:
+        return None
+    lowered = key.lower()
+    if not any(word in lowered for word in _CORRELATION_WORDS):
+        return None  # most keys: nothing like a correlation key, so no closer look
+    squashed = _SQUASH.sub("", lowered)
+    target = _SQUASHED_KEYS.get(squashed) or _SQUASHED_BARE.get(squashed)
+    if target is None and squashed.startswith("neens"):
+        target = next(
+            (
+                exact
+                for candidate, exact in _SQUASHED_KEYS.items()
+                if _within_two_edits(squashed, candidate)
+            ),
+            None,
+        )
+    return target
+
+
 def _misspelled_correlation_keys(attributes: Mapping[str, Any]) -> list[Flag]:
     """Flags for attributes that look like a correlation key but are not spelled exactly.
 
@@ -417,23 +465,7 @@ def _misspelled_correlation_keys(attributes: Mapping[str, Any]) -> list[Flag]:
     """
     flags = []
     for key in attributes:
-        if key in _CORRELATION_KEYS or len(key) > 40:
-            continue
-        lowered = key.lower()
-        if not any(word in lowered for word in _CORRELATION_WORDS):
-            continue  # most keys: nothing like a correlation key, so no closer look
-        squashed = _SQUASH.sub("", lowered)
-        target = _SQUASHED_KEYS.get(squashed) or _SQUASHED_BARE.get(squashed)
-        if target is None and squashed.startswith("neens"):
-            target = next(
-                (
-                    exact
-                    for candidate, exact in _SQUASHED_KEYS.items()
-                    if _within_two_edits(squashed, candidate)
-                ),
-                None,
-            )
-        if target is not None:
+        if len(key) <= _LOOKALIKE_CHARS and (target := _lookalike(key)) is not None:
             flags.append(
                 Flag(
                     "correlation_key_misspelled",

@@ -15,6 +15,21 @@ AttributeValue = Any
 
 
 @dataclass(frozen=True, slots=True)
+class SpanJson:
+    """The JSON text of a span's attributes, resource attributes and events, as the storability
+    check encoded them (`json.JSONEncoder(ensure_ascii=False)`), kept so the store writes this
+    text instead of encoding the same values again.
+
+    `of` holds the three objects that were encoded: the text stands for a record only while
+    the record still holds those very objects (`SpanRecord.json_text`)."""
+
+    attributes: str
+    resource_attributes: str
+    events: str
+    of: tuple[object, object, object]
+
+
+@dataclass(frozen=True, slots=True)
 class SpanRecord:
     """One span, format-independent, with resource attributes flattened in.
 
@@ -44,6 +59,19 @@ class SpanRecord:
     output: str | None = None
     agent_name: str | None = None
     """An agent name given by the format itself (native `session.agent_name`)."""
+    encoded: SpanJson | None = field(default=None, compare=False, repr=False)
+    """Set by `conventions.record_unstorable_reason` when the span can be stored; else None."""
+
+    def json_text(self) -> SpanJson | None:
+        """`encoded` if it was encoded from this record's own attributes, resource attributes
+        and events (not from those of a record it was copied from), else None."""
+        encoded = self.encoded
+        if encoded is None:
+            return None
+        of = encoded.of
+        if of[0] is self.attributes and of[1] is self.resource_attributes and of[2] is self.events:
+            return encoded
+        return None
 
 
 @dataclass(frozen=True, slots=True)

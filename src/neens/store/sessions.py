@@ -35,6 +35,7 @@ from neens.domain.spans import Rejection, SpanLogEvent, SpanRecord
 from neens.store.db import Database, dialect_insert
 from neens.store.models import LogEvent, Span, TraceSession
 from neens.store.pricing import price_book
+from neens.store.span_rows import insert_spans, span_row
 from neens.store.tenancy import SESSION, in_project, owned, owned_by
 from neens.store.types import utcnow
 
@@ -78,28 +79,6 @@ def _record(row: Any, trace_id: str, log_events: list[Any] | None = None) -> Spa
         output=row.output,
         agent_name=row.agent_name,
     )
-
-
-def _span_values(session_pk: int, record: SpanRecord, model: str | None) -> dict[str, Any]:
-    return {
-        "session_pk": session_pk,
-        "span_id": record.span_id,
-        "parent_span_id": record.parent_span_id,
-        "name": record.name,
-        "kind": record.kind,
-        "start_time": record.start_time,
-        "end_time": record.end_time,
-        "status_code": record.status_code,
-        "status_message": record.status_message,
-        "attributes": record.attributes,
-        "resource_attributes": record.resource_attributes,
-        "events": record.events,
-        "scope_name": record.scope_name,
-        "input": record.input,
-        "output": record.output,
-        "agent_name": record.agent_name,
-        "model": model,
-    }
 
 
 def _summary_values(summary: SessionSummary) -> dict[str, Any]:
@@ -222,7 +201,18 @@ def _lock_traces(conn: Connection, keys: list[tuple[str, str]], *, shared: bool)
     )
 
 
+_ANY_LOG_EVENT = (
+    select(_LOG_EVENTS.c.pk).where(_LOG_EVENTS.c.project_id == bindparam("project_id")).limit(1)
+)
+
+
 def _traces_with_log_events(conn: Connection, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The traces of `keys` with content events stored. Most projects send none at all, which
+    one indexed probe per project tells; only then are the traces looked up one by one (a
+    statement SQLAlchemy expands anew for every batch)."""
+    projects = sorted({project_id for project_id, _ in keys})
+    if all(conn.execute(_ANY_LOG_EVENT, {"project_id": p}).first() is None for p in projects):
+        return set()
     rows = conn.execute(
         select(_LOG_EVENTS.c.project_id, _LOG_EVENTS.c.trace_id)
         .where(tuple_(_LOG_EVENTS.c.project_id, _LOG_EVENTS.c.trace_id).in_(keys))
@@ -346,16 +336,15 @@ _UPDATE_SUMMARY = (
 
 @dataclass(frozen=True, slots=True)
 class _Statements:
-    """The ingest INSERTs for one dialect, built once: executed with a list of parameter sets,
-    SQLAlchemy compiles each once and caches it (a multi-row `.values([...])` is compiled anew
-    for every batch, which cost more than the rest of the write)."""
+    """The ingest's session INSERTs for one dialect, built once: executed with a list of
+    parameter sets, SQLAlchemy compiles each once and caches it (a multi-row `.values([...])` is
+    compiled anew for every batch, which cost more than the rest of the write). Spans, many
+    more rows, skip SQLAlchemy's per-value processing altogether: `store.span_rows`."""
 
     new_sessions: Any
     """Insert sessions that do not exist yet, with their summary; returns only the new rows."""
     touch_sessions: Any
     """Upsert existing sessions, taking each row's lock (PostgreSQL's ON CONFLICT DO UPDATE)."""
-    spans: Any
-    """Insert spans; one already stored (same session and span id) is kept as first received."""
 
 
 _statements: dict[str, _Statements] = {}
@@ -373,9 +362,6 @@ def _statements_for(dialect: str) -> _Statements:
             touch_sessions=touch.on_conflict_do_update(
                 index_elements=session_key, set_={"updated_at": touch.excluded.updated_at}
             ).returning(*returning),
-            spans=dialect_insert(dialect, _SPANS).on_conflict_do_nothing(
-                index_elements=["session_pk", "span_id"]
-            ),
         )
     return _statements[dialect]
 
@@ -563,9 +549,8 @@ def _store(
             ],
         )
         pk_of.update({(project_id, trace_id): pk for pk, project_id, trace_id in touched})
-    conn.execute(
-        statements.spans, [_span_values(pk_of[key], r, model) for key, r, model in span_rows]
-    )
+    dialect = conn.dialect.name
+    insert_spans(conn, [span_row(dialect, pk_of[key], r, model) for key, r, model in span_rows])
     fresh = [key for key in keys if key not in stale]
     if fresh and (with_events := _traces_with_log_events(conn, fresh)):
         stale = sorted({*stale, *with_events})  # content events that came before their spans

@@ -1,0 +1,165 @@
+"""The span INSERT of ingest, executed with the driver's own `executemany`.
+
+Ingest writes every span it accepts, and SQLAlchemy's per-row bind processing (a JSON encoder
+per JSON column, a formatter and a type decorator per datetime, a processor lookup per value)
+cost more than the database's own work. The rows here are tuples holding exactly what those
+processors produce for the `spans` table: `json.dumps`'s text for the JSON columns, and for
+datetimes UTC as `YYYY-MM-DD HH:MM:SS.ffffff` text on SQLite (SQLAlchemy's storage format) or
+UTC-aware datetimes on PostgreSQL. So a span reads back the same whichever path wrote it;
+tests/store/test_span_rows.py writes the same spans both ways and compares the stored rows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from sqlalchemy import Connection
+
+from neens.domain.spans import SpanRecord
+
+COLUMNS: Final = (
+    "session_pk",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "kind",
+    "start_time",
+    "end_time",
+    "status_code",
+    "status_message",
+    "attributes",
+    "resource_attributes",
+    "events",
+    "scope_name",
+    "input",
+    "output",
+    "agent_name",
+    "model",
+)
+"""The columns each row gives, in its order (every column of `spans` but the key)."""
+_JSON_COLUMNS: Final = frozenset({"attributes", "resource_attributes", "events"})
+
+SpanRow = tuple[Any, ...]
+
+
+def _insert_sql(dialect: str) -> str:
+    """The INSERT for `dialect`: a span already stored (same session and span id) is kept as
+    first received, as with `ON CONFLICT DO NOTHING` in `store.sessions`."""
+    if dialect == "postgresql":
+        marks = ["CAST(%s AS jsonb)" if c in _JSON_COLUMNS else "%s" for c in COLUMNS]
+    else:
+        marks = ["?"] * len(COLUMNS)
+    return (
+        f"INSERT INTO spans ({', '.join(COLUMNS)}) VALUES ({', '.join(marks)}) "
+        "ON CONFLICT (session_pk, span_id) DO NOTHING"
+    )
+
+
+_SQL: Final = {dialect: _insert_sql(dialect) for dialect in ("sqlite", "postgresql")}
+
+
+def _utc(value: datetime) -> datetime:
+    """As `store.types.UtcDateTime` binds it: in UTC, a naive datetime refused."""
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTC column")
+    return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
+_SQLITE_TIME: Final = "%04d-%02d-%02d %02d:%02d:%02d.%06d"
+"""SQLAlchemy's SQLite DATETIME storage format."""
+
+
+def _sqlite_time(value: datetime | None) -> str | None:
+    """The text SQLAlchemy's SQLite DATETIME stores for the UTC time."""
+    if value is None:
+        return None
+    v = _utc(value)
+    return _SQLITE_TIME % (v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
+
+
+def _postgres_time(value: datetime | None) -> datetime | None:
+    return None if value is None else _utc(value)
+
+
+_dumps = json.dumps
+"""The JSON type's own encoder (no `json_serializer` is configured on the engines)."""
+
+_NOT_ASCII: Final = re.compile("[\x7f-\U0010ffff]")
+"""What `json.dumps` escapes beyond what an `ensure_ascii=False` encoder does (DEL too)."""
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}"
+
+
+def as_dumps(text: str) -> str:
+    """JSON text from an `ensure_ascii=False` encoder as `json.dumps` writes it.
+
+    The two differ only inside strings, where `json.dumps` escapes every character past `~`
+    as `\\uXXXX` (a surrogate pair beyond the BMP), in lower-case hex; a NaN or a lone
+    surrogate never gets here (the storability check refuses them).
+    """
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _NOT_ASCII.sub(_escape, text)
+
+
+def span_row(dialect: str, session_pk: int, record: SpanRecord, model: str | None) -> SpanRow:
+    """One span's row for `insert_spans`, its values in `COLUMNS` order.
+
+    The JSON columns reuse the text the storability check encoded when the record has it:
+    as is on PostgreSQL (jsonb parses it into the same value), as `json.dumps` would have
+    written it on SQLite, which stores the text itself.
+    """
+    postgres = dialect == "postgresql"
+    time = _postgres_time if postgres else _sqlite_time
+    encoded = record.json_text()
+    if encoded is None:
+        attributes = _dumps(record.attributes)
+        resource_attributes = _dumps(record.resource_attributes)
+        events = _dumps(record.events)
+    elif postgres:
+        attributes = encoded.attributes
+        resource_attributes = encoded.resource_attributes
+        events = encoded.events
+    else:
+        attributes = as_dumps(encoded.attributes)
+        resource_attributes = as_dumps(encoded.resource_attributes)
+        events = as_dumps(encoded.events)
+    return (
+        session_pk,
+        record.span_id,
+        record.parent_span_id,
+        record.name,
+        record.kind,
+        time(record.start_time),
+        time(record.end_time),
+        record.status_code,
+        record.status_message,
+        attributes,
+        resource_attributes,
+        events,
+        record.scope_name,
+        record.input,
+        record.output,
+        record.agent_name,
+        model,
+    )
+
+
+def insert_spans(conn: Connection, rows: Sequence[SpanRow]) -> None:
+    """Insert rows made by `span_row` for this connection's dialect, in one `executemany`.
+
+    Through `exec_driver_sql`, so a value the database refuses still raises SQLAlchemy's
+    `DataError` (which ingest turns into per-trace rejections).
+    """
+    if rows:
+        conn.exec_driver_sql(_SQL[conn.dialect.name], list(rows))
