@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query
 from pydantic import AwareDatetime, BeforeValidator
 
 from neens.api.deps import AnyKey, DbDep, SpanWriterDep, WorkerDep
+from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.sessions import (
     IngestResult,
     NativeSessionIn,
@@ -183,10 +184,10 @@ def _iso_text(value: Any) -> Any:
     return value
 
 
-Instant = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+_SESSIONS = "sessions"
+"""The tag of this list's cursors."""
 
-_MAX_CURSOR_DIGITS = 18
-"""Cursors are row keys; 18 digits keep any value within a signed 64-bit integer."""
+Instant = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
 
 
 def _utc(value: datetime | None, field: str) -> datetime | None:
@@ -216,30 +217,24 @@ async def get_sessions(
     ),
     eval_run_id: str | None = Query(default=None, description="Only traces of this run."),
     limit: int = Query(default=50, ge=1, le=500, description="Sessions per page."),
-    cursor: str | None = Query(
-        default=None,
-        pattern=r"^[0-9]{1,18}$",
-        description="`nextCursor` of the previous page.",
-    ),
+    cursor: str | None = cursor_query(),
 ) -> SessionList:
-    before: int | None = None
-    if cursor is not None:
-        if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > _MAX_CURSOR_DIGITS:
-            raise Unprocessable("cursor must be a nextCursor value from this route", field="cursor")
-        before = int(cursor)
+    """Newest first (by when Neens first received the session), one page at a time: pass
+    `nextCursor` back as `cursor` with the same filters for the next page."""
+    after = decode_cursor(_SESSIONS, cursor, (int,))
     start, end = _utc(start, "start"), _utc(end, "end")
     if start is not None and end is not None and end <= start:
         raise Unprocessable("end must be after start", field="end")
-    page, next_cursor = await list_sessions(
+    page, end_key = await list_sessions(
         db,
         principal.project_id,
         SessionFilter(agent_name=agent_name, start=start, end=end, eval_run_id=eval_run_id),
         limit=limit,
-        before=before,
+        before=after[0] if after else None,
     )
     return SessionList(
         sessions=[session_out(s) for s in page],
-        next_cursor=str(next_cursor) if next_cursor is not None else None,
+        next_cursor=next_cursor(_SESSIONS, None if end_key is None else (end_key,)),
     )
 
 
