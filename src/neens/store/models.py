@@ -139,7 +139,7 @@ class TraceSession(Base):
         UniqueConstraint("project_id", "trace_id"),
         # The list's order (newest first by row key) is the last column of each index it reads.
         Index(None, "project_id", "pk"),
-        Index(None, "project_id", "started_at"),
+        Index(None, "project_id", "started_at", "pk"),
         Index(None, "project_id", "agent_name", "pk"),
         Index(None, "project_id", "eval_run_id"),
     )

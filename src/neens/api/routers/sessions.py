@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Query
 from pydantic import AwareDatetime, BeforeValidator
@@ -36,7 +36,9 @@ from neens.ingest.native import decode_native
 from neens.store import pricing
 from neens.store.sessions import (
     SessionFilter,
+    SessionKey,
     StoredSession,
+    by_start,
     get_session,
     list_sessions,
 )
@@ -185,7 +187,8 @@ def _iso_text(value: Any) -> Any:
 
 
 _SESSIONS = "sessions"
-"""The tag of this list's cursors."""
+_SESSIONS_BY_START = "sessions-by-start"
+"""The tags of this list's cursors: in row-key order, and in start order (with a time filter)."""
 
 Instant = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
 
@@ -219,23 +222,23 @@ async def get_sessions(
     limit: int = Query(default=50, ge=1, le=500, description="Sessions per page."),
     cursor: str | None = cursor_query(),
 ) -> SessionList:
-    """Newest first (by when Neens first received the session), one page at a time: pass
-    `nextCursor` back as `cursor` with the same filters for the next page."""
-    after = decode_cursor(_SESSIONS, cursor, (int,))
+    """Newest first, one page at a time: pass `nextCursor` back as `cursor` with the same
+    filters for the next page. Sessions are listed in the order Neens first received them, or,
+    with `start` or `end`, by when they started."""
     start, end = _utc(start, "start"), _utc(end, "end")
     if start is not None and end is not None and end <= start:
         raise Unprocessable("end must be after start", field="end")
-    page, end_key = await list_sessions(
+    filt = SessionFilter(agent_name=agent_name, start=start, end=end, eval_run_id=eval_run_id)
+    kind, shape = (_SESSIONS_BY_START, (datetime, int)) if by_start(filt) else (_SESSIONS, (int,))
+    after = decode_cursor(kind, cursor, shape)
+    page, last = await list_sessions(
         db,
         principal.project_id,
-        SessionFilter(agent_name=agent_name, start=start, end=end, eval_run_id=eval_run_id),
+        filt,
         limit=limit,
-        before=after[0] if after else None,
+        after=cast("SessionKey | None", after),
     )
-    return SessionList(
-        sessions=[session_out(s) for s in page],
-        next_cursor=next_cursor(_SESSIONS, None if end_key is None else (end_key,)),
-    )
+    return SessionList(sessions=[session_out(s) for s in page], next_cursor=next_cursor(kind, last))
 
 
 @router.get("/{session_id}", operation_id="sessions-get")

@@ -17,6 +17,7 @@ depends_on: str | Sequence[str] | None = None
 
 _ADDED = [
     ("sessions", ["project_id", "pk"]),
+    ("sessions", ["project_id", "started_at", "pk"]),
     ("sessions", ["project_id", "agent_name", "pk"]),
     ("preprod_runs", ["project_id", "created_at", "id"]),
     ("preprod_runs", ["project_id", "dataset_id", "created_at", "id"]),
@@ -26,6 +27,7 @@ _ADDED = [
     ("notification_deliveries", ["sink_id", "pk"]),
 ]
 _REPLACED = [
+    ("sessions", ["project_id", "started_at"]),
     ("sessions", ["project_id", "agent_name"]),
     ("preprod_runs", ["project_id", "created_at"]),
     ("insights", ["project_id", "created_at"]),
