@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from sqlalchemy import and_, func, insert, literal, or_, select, update
+from sqlalchemy import func, insert, literal, select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -437,10 +437,8 @@ async def list_runs(
     if after is not None:
         created, run_id = after
         query = query.where(
-            or_(
-                PreprodRun.created_at < created,
-                and_(PreprodRun.created_at == created, PreprodRun.id < run_id),
-            )
+            (PreprodRun.created_at < created)
+            | ((PreprodRun.created_at == created) & (PreprodRun.id < run_id))
         )
     async with db.read() as s:
         rows = list(await s.scalars(query.limit(limit + 1)))

@@ -21,7 +21,6 @@ from sqlalchemy import (
     bindparam,
     func,
     insert,
-    or_,
     select,
     text,
     tuple_,
@@ -672,10 +671,8 @@ async def list_sessions(
         if after is not None:
             started, pk = after[0], after[-1]
             query = query.where(
-                or_(
-                    TraceSession.started_at < started,
-                    and_(TraceSession.started_at == started, TraceSession.pk < pk),
-                )
+                (TraceSession.started_at < started)
+                | ((TraceSession.started_at == started) & (TraceSession.pk < pk))
             )
         query = query.order_by(TraceSession.started_at.desc(), TraceSession.pk.desc())
     else:
