@@ -45,5 +45,6 @@ openapi: install ## Write the OpenAPI contract to schemas/openapi.json
 bench: install ## Run the benchmarks (each prints a ratio against its baseline)
 	$(BIN)/python bench/otlp_ingest.py
 	$(BIN)/python bench/push_run.py
+	$(BIN)/python bench/reads.py
 
 .PHONY: help install serve test check format openapi bench

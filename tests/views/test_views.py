@@ -116,7 +116,7 @@ async def test_each_view_gives_the_answer_its_route_gives(
     items = await run_items(db, project, v2)
     assert [i.passed for i in items] == [False, True]
     route = await _get(client, ingest_key, f"/preprod-evals/{v2}/items")
-    assert {"items": wire(items, camel=False)} == route
+    assert {"items": wire(items, camel=False), "next_cursor": None} == route
 
     versions = await compare_versions(db, project, [v1, v2])
     assert versions.baseline_run_id == v1

@@ -198,16 +198,18 @@ async def get_version(
 
 
 async def list_items(
-    db: Database, project_id: str, dataset_id: str, version_id: str, *, limit: int, offset: int
+    db: Database, project_id: str, dataset_id: str, version_id: str, *, limit: int, start: int
 ) -> list[ItemInfo]:
+    """Up to `limit` items from position `start` on, in frozen order. A version's positions
+    are 0, 1, 2, … and never change, so this is a seek on the version's position index
+    however deep the page."""
     async with db.read() as s:
         await _require_version(s, project_id, dataset_id, version_id)
         rows = await s.scalars(
             select(DatasetItem)
-            .where(DatasetItem.version_id == version_id)
+            .where(DatasetItem.version_id == version_id, DatasetItem.position >= start)
             .order_by(DatasetItem.position)
             .limit(limit)
-            .offset(offset)
         )
         return [
             ItemInfo(r.id, r.position, r.input, r.expected_output, r.item_metadata) for r in rows

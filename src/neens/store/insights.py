@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.store.db import Database
@@ -82,18 +82,39 @@ async def add_insight(
     return insight.id
 
 
+InsightKey = tuple[datetime, str]
+"""Where a page of insights ends: its last insight's `created_at` and id (the list's order)."""
+
+
 async def list_insights(
-    db: Database, project_id: str, *, run_id: str | None, limit: int
-) -> list[InsightInfo]:
+    db: Database,
+    project_id: str,
+    *,
+    run_id: str | None,
+    limit: int,
+    after: InsightKey | None = None,
+) -> tuple[list[InsightInfo], InsightKey | None]:
+    """Newest first, from after `after`; returns the page and where it ends (None on the
+    last page)."""
     query = select(Insight).where(owned_by(Insight, project_id))
     if run_id is not None:
         query = query.where(Insight.run_id == run_id)
+    if after is not None:
+        created, insight_id = after
+        query = query.where(
+            or_(
+                Insight.created_at < created,
+                and_(Insight.created_at == created, Insight.id < insight_id),
+            )
+        )
+    query = query.order_by(Insight.created_at.desc(), Insight.id.desc()).limit(limit + 1)
     async with db.read() as s:
-        rows = await s.scalars(query.order_by(Insight.created_at.desc(), Insight.id).limit(limit))
-        return [
-            InsightInfo(r.id, r.kind, r.title, r.run_id, dict(r.details), r.created_at)
-            for r in rows
-        ]
+        rows = list(await s.scalars(query))
+    page = rows[:limit]
+    end = (page[-1].created_at, page[-1].id) if len(rows) > limit else None
+    return [
+        InsightInfo(r.id, r.kind, r.title, r.run_id, dict(r.details), r.created_at) for r in page
+    ], end
 
 
 async def create_sink(
@@ -121,23 +142,28 @@ async def list_sinks(db: Database, project_id: str) -> list[SinkInfo]:
         return [SinkInfo(r.id, r.name, r.url, sorted(r.headers), r.created_at) for r in rows]
 
 
-async def list_deliveries(db: Database, project_id: str, sink_id: str) -> list[DeliveryInfo]:
+async def list_deliveries(
+    db: Database, project_id: str, sink_id: str, *, limit: int, after: int | None = None
+) -> tuple[list[DeliveryInfo], int | None]:
+    """Oldest first by row key, from after `after`; returns the page and the key it ends at
+    when more follow (None on the last page)."""
+    query = select(NotificationDelivery).where(NotificationDelivery.sink_id == sink_id)
+    if after is not None:
+        query = query.where(NotificationDelivery.pk > after)
     async with db.read() as s:
         await owned(s, SINK, project_id, sink_id)
-        rows = await s.scalars(
-            select(NotificationDelivery)
-            .where(NotificationDelivery.sink_id == sink_id)
-            .order_by(NotificationDelivery.pk)
+        rows = list(await s.scalars(query.order_by(NotificationDelivery.pk).limit(limit + 1)))
+    page = rows[:limit]
+    end = page[-1].pk if len(rows) > limit else None
+    return [
+        DeliveryInfo(
+            r.sink_id,
+            r.insight_id,
+            r.status,
+            r.attempts,
+            r.last_status_code,
+            r.last_error,
+            r.delivered_at,
         )
-        return [
-            DeliveryInfo(
-                r.sink_id,
-                r.insight_id,
-                r.status,
-                r.attempts,
-                r.last_status_code,
-                r.last_error,
-                r.delivered_at,
-            )
-            for r in rows
-        ]
+        for r in page
+    ], end

@@ -137,8 +137,10 @@ class TraceSession(Base):
     __tablename__ = "sessions"
     __table_args__ = (
         UniqueConstraint("project_id", "trace_id"),
-        Index(None, "project_id", "started_at"),
-        Index(None, "project_id", "agent_name"),
+        # The list's order (newest first by row key) is the last column of each index it reads.
+        Index(None, "project_id", "pk"),
+        Index(None, "project_id", "started_at", "pk"),
+        Index(None, "project_id", "agent_name", "pk"),
         Index(None, "project_id", "eval_run_id"),
     )
 
@@ -282,7 +284,10 @@ class PreprodRun(Base):
     """A pre-prod evaluation run. Everything that defines it is copied at create and frozen."""
 
     __tablename__ = "preprod_runs"
-    __table_args__ = (Index(None, "project_id", "created_at"),)
+    __table_args__ = (
+        Index(None, "project_id", "created_at", "id"),
+        Index(None, "project_id", "dataset_id", "created_at", "id"),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
@@ -347,6 +352,8 @@ class Score(Base):
         Index(None, "session_pk"),
         Index(None, "run_id"),
         Index(None, "project_id", "source", "created_at"),
+        Index(None, "project_id", "pk"),
+        Index(None, "project_id", "source", "pk"),
     )
 
     pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
@@ -395,7 +402,7 @@ class Insight(Base):
     """Something a team should know, such as a pre-prod regression, with what it is about."""
 
     __tablename__ = "insights"
-    __table_args__ = (Index(None, "project_id", "created_at"),)
+    __table_args__ = (Index(None, "project_id", "created_at", "id"),)
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
@@ -421,7 +428,7 @@ class NotificationDelivery(Base):
     """One insight sent to one sink: every attempt's outcome is kept."""
 
     __tablename__ = "notification_deliveries"
-    __table_args__ = (UniqueConstraint("sink_id", "insight_id"),)
+    __table_args__ = (UniqueConstraint("sink_id", "insight_id"), Index(None, "sink_id", "pk"))
 
     pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
     sink_id: Mapped[str] = mapped_column(ForeignKey("notification_sinks.id", ondelete="CASCADE"))

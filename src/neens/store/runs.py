@@ -373,44 +373,82 @@ async def get_run(db: Database, project_id: str, run_id: str) -> RunInfo:
         return info
 
 
+RunKey = tuple[datetime, str]
+"""Where a page of runs ends: its last run's `created_at` and id (the list's order)."""
+
+
 async def list_runs(
-    db: Database, project_id: str, *, limit: int, dataset_id: str | None = None
-) -> list[RunInfo]:
-    query = _run_query(project_id).order_by(PreprodRun.created_at.desc(), PreprodRun.id)
+    db: Database,
+    project_id: str,
+    *,
+    limit: int,
+    dataset_id: str | None = None,
+    after: RunKey | None = None,
+) -> tuple[list[RunInfo], RunKey | None]:
+    """Newest first, from after `after`; returns the page and where it ends (None on the
+    last page)."""
+    query = _run_query(project_id).order_by(PreprodRun.created_at.desc(), PreprodRun.id.desc())
     if dataset_id is not None:
         query = query.where(PreprodRun.dataset_id == dataset_id)
+    if after is not None:
+        created, run_id = after
+        query = query.where(
+            (PreprodRun.created_at < created)
+            | ((PreprodRun.created_at == created) & (PreprodRun.id < run_id))
+        )
     async with db.read() as s:
-        rows = list(await s.scalars(query.limit(limit)))
-        ids = [r.id for r in rows]
+        rows = list(await s.scalars(query.limit(limit + 1)))
+        page = rows[:limit]
+        ids = [r.id for r in page]
         counts = await status_counts(s, ids)
-        jobs = await jobs_of(s, [r.id for r in rows if r.status not in TERMINAL])
-        return [_info(r, counts[r.id], jobs) for r in rows]
+        jobs = await jobs_of(s, [r.id for r in page if r.status not in TERMINAL])
+        infos = [_info(r, counts[r.id], jobs) for r in page]
+    end = (page[-1].created_at, page[-1].id) if len(rows) > limit else None
+    return infos, end
+
+
+def _run_item(i: PreprodItem, trace_id: str | None) -> RunItem:
+    return RunItem(
+        i.item_id,
+        i.position,
+        i.input,
+        i.expected_output,
+        i.status,
+        trace_id,
+        i.error,
+        i.score,
+        i.passed,
+        i.baseline_passed,
+    )
 
 
 async def list_items(db: Database, project_id: str, run_id: str) -> list[RunItem]:
+    """Every item of the run, in frozen order."""
+    items, _ = await list_items_page(db, project_id, run_id, limit=None, after=None)
+    return items
+
+
+async def list_items_page(
+    db: Database, project_id: str, run_id: str, *, limit: int | None, after: int | None
+) -> tuple[list[RunItem], int | None]:
+    """Up to `limit` items (all without one) in frozen order after position `after`; returns
+    them and the last one's position when more follow (None on the last page)."""
+    query = (
+        select(PreprodItem, TraceSession.trace_id)
+        .outerjoin(TraceSession, TraceSession.pk == PreprodItem.session_pk)
+        .where(PreprodItem.run_id == run_id)
+        .order_by(PreprodItem.position)
+    )
+    if after is not None:
+        query = query.where(PreprodItem.position > after)
+    if limit is not None:
+        query = query.limit(limit + 1)
     async with db.read() as s:
         await owned(s, RUN, project_id, run_id)
-        rows = await s.execute(
-            select(PreprodItem, TraceSession.trace_id)
-            .outerjoin(TraceSession, TraceSession.pk == PreprodItem.session_pk)
-            .where(PreprodItem.run_id == run_id)
-            .order_by(PreprodItem.position)
-        )
-        return [
-            RunItem(
-                i.item_id,
-                i.position,
-                i.input,
-                i.expected_output,
-                i.status,
-                trace_id,
-                i.error,
-                i.score,
-                i.passed,
-                i.baseline_passed,
-            )
-            for i, trace_id in rows.all()
-        ]
+        rows = (await s.execute(query)).all()
+    page = rows if limit is None else rows[:limit]
+    end = page[-1][0].position if limit is not None and len(rows) > limit else None
+    return [_run_item(i, trace_id) for i, trace_id in page], end
 
 
 async def cancel_run(db: Database, project_id: str, run_id: str) -> None:

@@ -71,7 +71,10 @@ async def list_scores(
     run_id: str | None,
     session_id: str | None,
     limit: int,
-) -> list[ScoreInfo]:
+    before: int | None = None,
+) -> tuple[list[ScoreInfo], int | None]:
+    """Newest first by row key, from below `before`; returns the page and the key it ends at
+    when more follow (None on the last page)."""
     query = (
         select(Score, TraceSession.trace_id)
         .join(TraceSession, TraceSession.pk == Score.session_pk)
@@ -82,9 +85,13 @@ async def list_scores(
     if run_id is not None:
         query = query.where(Score.run_id == run_id)
     if session_id is not None:
-        query = query.where(TraceSession.trace_id == session_id)
+        query = query.where(owned_by(TraceSession, project_id), TraceSession.trace_id == session_id)
+    if before is not None:
+        query = query.where(Score.pk < before)
     async with db.read() as s:
-        rows = (await s.execute(query.order_by(Score.pk.desc()).limit(limit))).all()
+        rows = (await s.execute(query.order_by(Score.pk.desc()).limit(limit + 1))).all()
+    page = rows[:limit]
+    end = page[-1][0].pk if len(rows) > limit else None
     return [
         ScoreInfo(
             r.judge_id,
@@ -102,5 +109,5 @@ async def list_scores(
             r.raw_reply,
             r.created_at,
         )
-        for r, trace_id in rows
-    ]
+        for r, trace_id in page
+    ], end

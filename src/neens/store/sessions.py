@@ -621,10 +621,28 @@ def _stored(row: TraceSession, spans: list[SpanRecord] | None = None) -> StoredS
     )
 
 
+SessionKey = tuple[int] | tuple[datetime, int]
+"""Where a page of sessions ends: its last session's row key, or, when the list is filtered by
+time, its start and row key (the list's order either way)."""
+
+
+def by_start(filt: SessionFilter) -> bool:
+    """Whether the list is in start-time order: when filtered by time, so that a time window
+    is read from the start-time index wherever it lies, instead of scanning every newer row."""
+    return filt.start is not None or filt.end is not None
+
+
 async def list_sessions(
-    db: Database, project_id: str, filt: SessionFilter, *, limit: int, before: int | None
-) -> tuple[list[StoredSession], int | None]:
-    """Newest first. Returns the page and the cursor for the next page (None on the last)."""
+    db: Database,
+    project_id: str,
+    filt: SessionFilter,
+    *,
+    limit: int,
+    after: SessionKey | None,
+) -> tuple[list[StoredSession], SessionKey | None]:
+    """Newest first: by row key (first received), or by start when filtered by time (then
+    `after` and the key returned are (started_at, pk)). Returns the page and the key of its
+    last session when more follow (None on the last page)."""
     query = in_project(TraceSession, project_id)
     if filt.agent_name is not None:
         query = query.where(TraceSession.agent_name == filt.agent_name)
@@ -634,14 +652,29 @@ async def list_sessions(
         query = query.where(TraceSession.started_at < filt.end)
     if filt.eval_run_id is not None:
         query = query.where(TraceSession.eval_run_id == filt.eval_run_id)
-    if before is not None:
-        query = query.where(TraceSession.pk < before)
-    query = query.order_by(TraceSession.pk.desc()).limit(limit + 1)
+    if by_start(filt):
+        if after is not None:
+            started, pk = after[0], after[-1]
+            query = query.where(
+                (TraceSession.started_at < started)
+                | ((TraceSession.started_at == started) & (TraceSession.pk < pk))
+            )
+        query = query.order_by(TraceSession.started_at.desc(), TraceSession.pk.desc())
+    else:
+        if after is not None:
+            query = query.where(TraceSession.pk < after[-1])
+        query = query.order_by(TraceSession.pk.desc())
     async with db.read() as s:
-        rows = list(await s.scalars(query))
+        rows = list(await s.scalars(query.limit(limit + 1)))
     page = rows[:limit]
-    cursor = page[-1].pk if len(rows) > limit else None
-    return [_stored(r) for r in page], cursor
+    end: SessionKey | None = None
+    if len(rows) > limit:
+        last = page[-1]
+        if not by_start(filt):
+            end = (last.pk,)
+        elif last.started_at is not None:  # always: a time filter matches no null start
+            end = (last.started_at, last.pk)
+    return [_stored(r) for r in page], end
 
 
 async def get_session(db: Database, project_id: str, trace_id: str) -> StoredSession:

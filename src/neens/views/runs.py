@@ -43,3 +43,11 @@ async def run_detail(db: Database, project_id: str, run_id: str) -> store.RunInf
 async def run_items(db: Database, project_id: str, run_id: str) -> list[store.RunItem]:
     """The frozen prompts in order, and each one's capture and verdict."""
     return await store.list_items(db, project_id, run_id)
+
+
+async def run_items_page(
+    db: Database, project_id: str, run_id: str, *, limit: int | None, after: int | None
+) -> tuple[list[store.RunItem], int | None]:
+    """The frozen prompts in order after position `after`, and each one's capture and verdict:
+    up to `limit` of them (all without one), and the last one's position when more follow."""
+    return await store.list_items_page(db, project_id, run_id, limit=limit, after=after)

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from fastapi import APIRouter, Query
 
 from neens.api.deps import AnyKey, DbDep
+from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.datasets import (
     DatasetCreate,
     DatasetList,
@@ -17,9 +18,13 @@ from neens.api.schemas.datasets import (
     VersionList,
     VersionOut,
 )
+from neens.errors import Unprocessable
 from neens.store import datasets as store
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
+
+_ITEMS = "dataset-items"
+"""The tag of this list's cursors."""
 
 MAX_OFFSET = 1_000_000_000
 """Largest item offset: far past any dataset, and far from the 64-bit integers databases hold."""
@@ -85,13 +90,25 @@ async def list_items(
     principal: AnyKey,
     db: DbDep,
     limit: int = Query(default=500, ge=1, le=5000, description="Items per page."),
-    offset: int = Query(default=0, ge=0, le=MAX_OFFSET, description="Items to skip."),
+    offset: int | None = Query(
+        default=None, ge=0, le=MAX_OFFSET, description="Items to skip (or use `cursor`)."
+    ),
+    cursor: str | None = cursor_query(),
 ) -> ItemList:
+    """The version's items in frozen order, a page at a time: pass `nextCursor` back as
+    `cursor`, or `nextOffset` as `offset`. A version never changes, so both read the same
+    pages, and either is as fast for the last page as for the first."""
+    after = decode_cursor(_ITEMS, cursor, (int,))
+    if after is not None and offset is not None:
+        raise Unprocessable("give either cursor or offset, not both", field="cursor")
+    start = after[0] + 1 if after is not None else offset or 0
     infos = await store.list_items(
-        db, principal.project_id, dataset_id, version_id, limit=limit + 1, offset=offset
+        db, principal.project_id, dataset_id, version_id, limit=limit + 1, start=start
     )
     page = infos[:limit]
+    more = len(infos) > limit
     return ItemList(
         items=[ItemOut(**asdict(i)) for i in page],
-        next_offset=offset + limit if len(infos) > limit else None,
+        next_offset=page[-1].position + 1 if more else None,
+        next_cursor=next_cursor(_ITEMS, (page[-1].position,)) if more else None,
     )

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 
 from fastapi import APIRouter, Query
 
 from neens.api.deps import AnyKey, DbDep
+from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.insights import InsightList, InsightOut
 from neens.store import insights as store
 
 router = APIRouter(prefix="/insights", tags=["insights"])
+
+_INSIGHTS = "insights"
+"""The tag of this list's cursors."""
 
 
 @router.get("", operation_id="insights-list")
@@ -18,7 +23,20 @@ async def list_insights(
     principal: AnyKey,
     db: DbDep,
     run_id: str | None = Query(default=None, description="Only insights about this run."),
-    limit: int = Query(default=50, ge=1, le=500, description="Insights to return."),
+    limit: int = Query(default=50, ge=1, le=500, description="Insights per page."),
+    cursor: str | None = cursor_query(),
 ) -> InsightList:
-    infos = await store.list_insights(db, principal.project_id, run_id=run_id, limit=limit)
-    return InsightList(insights=[InsightOut(**asdict(i)) for i in infos])
+    """Newest first, one page at a time: pass `nextCursor` back as `cursor` (with the same
+    `run_id`) for the next page."""
+    after = decode_cursor(_INSIGHTS, cursor, (datetime, str))
+    infos, end = await store.list_insights(
+        db,
+        principal.project_id,
+        run_id=run_id,
+        limit=limit,
+        after=(after[0], after[1]) if after else None,
+    )
+    return InsightList(
+        insights=[InsightOut(**asdict(i)) for i in infos],
+        next_cursor=next_cursor(_INSIGHTS, end),
+    )

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from neens.api.deps import AdminKey, DbDep, SettingsDep
+from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.insights import DeliveryList, DeliveryOut, SinkCreate, SinkList, SinkOut
 from neens.engine.destinations import check_url
 from neens.store import insights as store
 
 router = APIRouter(prefix="/notification-sinks", tags=["notification-sinks"])
+
+_DELIVERIES = "deliveries"
+"""The tag of this list's cursors."""
 
 
 @router.post("", status_code=201, operation_id="notification_sinks-create")
@@ -32,11 +36,22 @@ async def list_sinks(principal: AdminKey, db: DbDep) -> SinkList:
 
 
 @router.get("/{sink_id}/deliveries", operation_id="notification_sinks-deliveries")
-async def list_deliveries(sink_id: str, principal: AdminKey, db: DbDep) -> DeliveryList:
-    """Every delivery to this sink: delivered, still being retried, or failed for good."""
-    infos = await store.list_deliveries(db, principal.project_id, sink_id)
+async def list_deliveries(
+    sink_id: str,
+    principal: AdminKey,
+    db: DbDep,
+    limit: int = Query(default=100, ge=1, le=1000, description="Deliveries per page."),
+    cursor: str | None = cursor_query(),
+) -> DeliveryList:
+    """Every delivery to this sink, oldest first: delivered, still being retried, or failed for
+    good. Pass `nextCursor` back as `cursor` for the next page."""
+    after = decode_cursor(_DELIVERIES, cursor, (int,))
+    infos, end = await store.list_deliveries(
+        db, principal.project_id, sink_id, limit=limit, after=after[0] if after else None
+    )
     return DeliveryList(
         deliveries=[
             DeliveryOut(**{k: v for k, v in asdict(i).items() if k != "sink_id"}) for i in infos
-        ]
+        ],
+        next_cursor=next_cursor(_DELIVERIES, None if end is None else (end,)),
     )

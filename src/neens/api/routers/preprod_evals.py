@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from fastapi import APIRouter, Query
 
 from neens.api.deps import AnyKey, DbDep, WorkerDep
+from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.preprod import (
     ItemCounts,
     ItemErrorIn,
@@ -18,9 +21,16 @@ from neens.api.schemas.preprod import (
 from neens.domain.gate import parse_gate_policy
 from neens.errors import Unprocessable
 from neens.store import runs as store
-from neens.views.runs import run_detail, run_items
+from neens.views.runs import run_detail, run_items_page
 
 router = APIRouter(prefix="/preprod-evals", tags=["preprod-evals"])
+
+_RUNS = "runs"
+_ITEMS = "run-items"
+"""The tags of this router's cursors."""
+MAX_ITEMS_PAGE = 5000
+DEFAULT_ITEMS_PAGE = 500
+"""A run's items per page when a cursor is given without `limit`."""
 
 
 def run_out(info: store.RunInfo) -> PreprodOut:
@@ -95,10 +105,20 @@ async def list_runs(
     principal: AnyKey,
     db: DbDep,
     dataset_id: str | None = Query(default=None, description="Only runs of this dataset."),
-    limit: int = Query(default=50, ge=1, le=500, description="Runs to return."),
+    limit: int = Query(default=50, ge=1, le=500, description="Runs per page."),
+    cursor: str | None = cursor_query(),
 ) -> PreprodList:
-    infos = await store.list_runs(db, principal.project_id, limit=limit, dataset_id=dataset_id)
-    return PreprodList(runs=[run_out(i) for i in infos])
+    """Newest first, one page at a time: pass `nextCursor` back as `cursor` (with the same
+    `dataset_id`) for the next page."""
+    after = decode_cursor(_RUNS, cursor, (datetime, str))
+    infos, end = await store.list_runs(
+        db,
+        principal.project_id,
+        limit=limit,
+        dataset_id=dataset_id,
+        after=(after[0], after[1]) if after else None,
+    )
+    return PreprodList(runs=[run_out(i) for i in infos], next_cursor=next_cursor(_RUNS, end))
 
 
 @router.get("/{run_id}", operation_id="preprod_evals-get")
@@ -107,10 +127,32 @@ async def get_run(run_id: str, principal: AnyKey, db: DbDep) -> PreprodOut:
 
 
 @router.get("/{run_id}/items", operation_id="preprod_evals-items")
-async def list_items(run_id: str, principal: AnyKey, db: DbDep) -> PreprodItemList:
-    """The frozen prompts to drive the agent with, and each one's capture and verdict."""
-    items = await run_items(db, principal.project_id, run_id)
-    return PreprodItemList(items=[_item_out(i) for i in items])
+async def list_items(
+    run_id: str,
+    principal: AnyKey,
+    db: DbDep,
+    limit: int | None = Query(
+        default=None,
+        ge=1,
+        le=MAX_ITEMS_PAGE,
+        description="Items per page; without it (and without `cursor`) every item is returned.",
+    ),
+    cursor: str | None = cursor_query(
+        "The `next_cursor` of the previous page, passed back unchanged, to read the page after it."
+    ),
+) -> PreprodItemList:
+    """The frozen prompts to drive the agent with, and each one's capture and verdict: every
+    item in frozen order, or a page of `limit` items followed by `next_cursor`."""
+    after = decode_cursor(_ITEMS, cursor, (int,))
+    if after is not None and limit is None:
+        limit = DEFAULT_ITEMS_PAGE
+    items, end = await run_items_page(
+        db, principal.project_id, run_id, limit=limit, after=after[0] if after else None
+    )
+    return PreprodItemList(
+        items=[_item_out(i) for i in items],
+        next_cursor=next_cursor(_ITEMS, None if end is None else (end,)),
+    )
 
 
 def _item_out(i: store.RunItem) -> PreprodItemOut:

@@ -14,10 +14,14 @@ from fastapi import APIRouter, Query
 from pydantic import Field
 
 from neens.api.deps import AnyKey, DbDep
+from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.base import ResponseBody
 from neens.store.scores import list_scores
 
 router = APIRouter(prefix="/scores", tags=["scores"])
+
+_SCORES = "scores"
+"""The tag of this list's cursors."""
 
 
 class ScoreOut(ResponseBody):
@@ -39,6 +43,9 @@ class ScoreOut(ResponseBody):
 
 class ScoreList(ResponseBody):
     scores: list[ScoreOut] = Field(description="Newest first.")
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` (with the same filters) for the next page; null on the last."
+    )
 
 
 @router.get("", operation_id="scores-list")
@@ -50,14 +57,22 @@ async def get_scores(
     ),
     run_id: str | None = Query(default=None, description="Only this pre-prod run's scores."),
     session_id: str | None = Query(default=None, description="Only this session's scores."),
-    limit: int = Query(default=100, ge=1, le=1000, description="Scores to return."),
+    limit: int = Query(default=100, ge=1, le=1000, description="Scores per page."),
+    cursor: str | None = cursor_query(),
 ) -> ScoreList:
-    infos = await list_scores(
+    """Newest first, one page at a time: pass `nextCursor` back as `cursor` with the same
+    filters for the next page."""
+    after = decode_cursor(_SCORES, cursor, (int,))
+    infos, end = await list_scores(
         db,
         principal.project_id,
         source=source,
         run_id=run_id,
         session_id=session_id,
         limit=limit,
+        before=after[0] if after else None,
     )
-    return ScoreList(scores=[ScoreOut(**asdict(i)) for i in infos])
+    return ScoreList(
+        scores=[ScoreOut(**asdict(i)) for i in infos],
+        next_cursor=next_cursor(_SCORES, None if end is None else (end,)),
+    )

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Query
 from pydantic import AwareDatetime, BeforeValidator
 
 from neens.api.deps import AnyKey, DbDep, SpanWriterDep, WorkerDep
+from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.sessions import (
     IngestResult,
     NativeSessionIn,
@@ -35,7 +36,9 @@ from neens.ingest.native import decode_native
 from neens.store import pricing
 from neens.store.sessions import (
     SessionFilter,
+    SessionKey,
     StoredSession,
+    by_start,
     get_session,
     list_sessions,
 )
@@ -183,10 +186,11 @@ def _iso_text(value: Any) -> Any:
     return value
 
 
-Instant = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+_SESSIONS = "sessions"
+_SESSIONS_BY_START = "sessions-by-start"
+"""The tags of this list's cursors: in row-key order, and in start order (with a time filter)."""
 
-_MAX_CURSOR_DIGITS = 18
-"""Cursors are row keys; 18 digits keep any value within a signed 64-bit integer."""
+Instant = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
 
 
 def _utc(value: datetime | None, field: str) -> datetime | None:
@@ -216,31 +220,25 @@ async def get_sessions(
     ),
     eval_run_id: str | None = Query(default=None, description="Only traces of this run."),
     limit: int = Query(default=50, ge=1, le=500, description="Sessions per page."),
-    cursor: str | None = Query(
-        default=None,
-        pattern=r"^[0-9]{1,18}$",
-        description="`nextCursor` of the previous page.",
-    ),
+    cursor: str | None = cursor_query(),
 ) -> SessionList:
-    before: int | None = None
-    if cursor is not None:
-        if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > _MAX_CURSOR_DIGITS:
-            raise Unprocessable("cursor must be a nextCursor value from this route", field="cursor")
-        before = int(cursor)
+    """Newest first, one page at a time: pass `nextCursor` back as `cursor` with the same
+    filters for the next page. Sessions are listed in the order Neens first received them, or,
+    with `start` or `end`, by when they started."""
     start, end = _utc(start, "start"), _utc(end, "end")
     if start is not None and end is not None and end <= start:
         raise Unprocessable("end must be after start", field="end")
-    page, next_cursor = await list_sessions(
+    filt = SessionFilter(agent_name=agent_name, start=start, end=end, eval_run_id=eval_run_id)
+    kind, shape = (_SESSIONS_BY_START, (datetime, int)) if by_start(filt) else (_SESSIONS, (int,))
+    after = decode_cursor(kind, cursor, shape)
+    page, last = await list_sessions(
         db,
         principal.project_id,
-        SessionFilter(agent_name=agent_name, start=start, end=end, eval_run_id=eval_run_id),
+        filt,
         limit=limit,
-        before=before,
+        after=cast("SessionKey | None", after),
     )
-    return SessionList(
-        sessions=[session_out(s) for s in page],
-        next_cursor=str(next_cursor) if next_cursor is not None else None,
-    )
+    return SessionList(sessions=[session_out(s) for s in page], next_cursor=next_cursor(kind, last))
 
 
 @router.get("/{session_id}", operation_id="sessions-get")

@@ -77,3 +77,6 @@ class ItemList(ResponseBody):
     next_offset: int | None = Field(
         description="Pass as `offset` to read the next page; null on the last page."
     )
+    next_cursor: str | None = Field(
+        description="Or pass this as `cursor` instead; null on the last page."
+    )

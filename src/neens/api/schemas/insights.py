@@ -22,6 +22,9 @@ class InsightOut(ResponseBody):
 
 class InsightList(ResponseBody):
     insights: list[InsightOut] = Field(description="Newest first.")
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` (with the same filters) for the next page; null on the last."
+    )
 
 
 class SinkCreate(RequestBody):
@@ -56,3 +59,6 @@ class DeliveryOut(ResponseBody):
 
 class DeliveryList(ResponseBody):
     deliveries: list[DeliveryOut] = Field(description="Oldest first.")
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last."
+    )

@@ -130,6 +130,9 @@ class PreprodOut(ResponseBody):
 
 class PreprodList(ResponseBody):
     runs: list[PreprodOut] = Field(description="Newest first.")
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` (with the same filters) for the next page; null on the last."
+    )
 
 
 class PreprodItemOut(BaseModel):
@@ -165,6 +168,9 @@ class PreprodItemList(BaseModel):
 
     items: list[PreprodItemOut]
     """The frozen prompts, in order."""
+    next_cursor: str | None
+    """Pass as `cursor` for the next page; null on the last page, and when `limit` was not
+    given (every item is then in `items`)."""
 
 
 class ItemErrorIn(RequestBody):

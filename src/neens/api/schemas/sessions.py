@@ -160,7 +160,9 @@ class SessionOut(ResponseBody):
 
 class SessionList(ResponseBody):
     sessions: list[SessionOut] = Field(description="Newest first.")
-    next_cursor: str | None = Field(description="Pass as `cursor` for the next page.")
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` (with the same filters) for the next page; null on the last."
+    )
 
 
 class SpanOut(ResponseBody):
