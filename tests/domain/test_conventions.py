@@ -13,17 +13,15 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from neens.domain.convention_tables import SPAN_KINDS
-from neens.domain.conventions import (
+from neens.domain.conventions import SpanView, span_view, token_count
+from neens.domain.spans import SpanRecord
+from neens.domain.storable import (
     MAX_NESTING,
-    SpanView,
     nesting_reason,
     record_unstorable_reason,
     safe_label,
-    span_view,
-    token_count,
     unstorable_text_reason,
 )
-from neens.domain.spans import SpanRecord
 from neens.ingest.native import decode_native
 
 

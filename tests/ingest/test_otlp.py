@@ -25,8 +25,8 @@ from opentelemetry.proto.common.v1.common_pb2 import (
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from neens.domain.conventions import MAX_NESTING
 from neens.domain.spans import Rejection
+from neens.domain.storable import MAX_NESTING
 from neens.errors import InvalidInput
 from neens.ingest.otlp import decode_json, decode_protobuf, encode_response, rejections_message
 from tests.support.otlp import any_value, key_values

@@ -11,8 +11,8 @@ from typing import Any, cast
 import pytest
 from sqlalchemy import Connection, Table, insert, select
 
-from neens.domain.conventions import record_unstorable_reason
 from neens.domain.spans import SpanRecord
+from neens.domain.storable import record_unstorable_reason
 from neens.store.db import Database, dialect_insert
 from neens.store.keys import CreatedKey
 from neens.store.models import Span, TraceSession

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from neens.domain.conventions import safe_label
+from neens.domain.storable import safe_label
 from neens.errors import Unprocessable
 
 __all__ = ["JsonPath", "extract", "parse_path"]

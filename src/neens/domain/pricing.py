@@ -22,7 +22,8 @@ from typing import Final
 
 from genai_prices import Usage, data_snapshot
 
-from neens.domain.conventions import SpanView, safe_label
+from neens.domain.conventions import SpanView
+from neens.domain.storable import safe_label
 
 __all__ = ["Price", "PriceBook", "SpanCost", "load_price_table", "span_cost"]
 

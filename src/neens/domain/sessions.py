@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Literal
 
-from neens.domain.conventions import MAX_TOKENS, Flag, FlagCode, SpanView, safe_label, span_view
+from neens.domain.conventions import MAX_TOKENS, Flag, FlagCode, SpanView, span_view
 from neens.domain.pricing import PriceBook, span_cost
 from neens.domain.span_tree import parent_cycle_members
 from neens.domain.spans import SpanRecord
+from neens.domain.storable import safe_label
 
 __all__ = ["CostStatus", "SessionSummary", "summarize_session"]
 

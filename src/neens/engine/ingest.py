@@ -26,8 +26,8 @@ from typing import Final
 from sqlalchemy.exc import DataError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.domain.conventions import safe_label
 from neens.domain.spans import Rejection, SpanLogEvent, SpanRecord
+from neens.domain.storable import safe_label
 from neens.engine.linking import link_traces
 from neens.engine.production import enqueue_production_scoring
 from neens.store.db import Database

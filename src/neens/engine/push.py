@@ -30,15 +30,10 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.domain.conventions import (
-    DATASET_ITEM_ID_KEY,
-    EVAL_RUN_ID_KEY,
-    VERSION_LABEL_KEY,
-    record_unstorable_reason,
-    unstorable_text_reason,
-)
+from neens.domain.conventions import DATASET_ITEM_ID_KEY, EVAL_RUN_ID_KEY, VERSION_LABEL_KEY
 from neens.domain.judges import JudgeCase
 from neens.domain.spans import SpanRecord
+from neens.domain.storable import record_unstorable_reason, unstorable_text_reason
 from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, AgentReply, call_agent
 from neens.engine.batching import BatchWriter, batch_writer, refusal, write_or_split
 from neens.engine.judging import Outbound, deterministic, outbound_of

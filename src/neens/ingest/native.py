@@ -38,14 +38,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from neens.domain.conventions import (
-    is_push_trace_id,
+from neens.domain.conventions import is_push_trace_id
+from neens.domain.spans import AttributeValue, Rejection, SpanRecord
+from neens.domain.storable import (
     nesting_reason,
     record_unstorable_reason,
     safe_label,
     unstorable_text_reason,
 )
-from neens.domain.spans import AttributeValue, Rejection, SpanRecord
 from neens.errors import InvalidInput, Unprocessable
 from neens.ingest.records import DecodedBatch
 

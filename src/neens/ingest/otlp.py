@@ -34,12 +34,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationSc
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from neens.domain.conventions import (
-    MAX_NESTING,
-    record_unstorable_reason,
-    safe_label,
-)
 from neens.domain.spans import AttributeValue, Rejection, SpanRecord
+from neens.domain.storable import MAX_NESTING, record_unstorable_reason, safe_label
 from neens.errors import InvalidInput
 from neens.ingest.otlp_json import json_items, json_lists, json_type, prepare_json_document
 from neens.ingest.records import DecodedBatch

@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
-from neens.domain.conventions import safe_label, unstorable_text_reason
 from neens.domain.spans import Rejection
+from neens.domain.storable import safe_label, unstorable_text_reason
 from neens.errors import InvalidInput
 
 HEX: Final = re.compile(r"(?:[0-9a-fA-F]{2})*")

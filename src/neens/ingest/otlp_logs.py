@@ -26,9 +26,9 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 )
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
-from neens.domain.conventions import safe_label, unstorable_text_reason
 from neens.domain.messages import GENAI_CONTENT_EVENTS
 from neens.domain.spans import Rejection, SpanLogEvent
+from neens.domain.storable import safe_label, unstorable_text_reason
 from neens.errors import InvalidInput
 from neens.ingest.otlp import (
     _any_value,

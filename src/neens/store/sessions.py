@@ -28,10 +28,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.domain.conventions import EVAL_RUN_ID_KEY, Flag, SpanView, safe_label, span_view
+from neens.domain.conventions import EVAL_RUN_ID_KEY, Flag, SpanView, span_view
 from neens.domain.pricing import PriceBook
 from neens.domain.sessions import SessionSummary, summarize_session
 from neens.domain.spans import Rejection, SpanLogEvent, SpanRecord
+from neens.domain.storable import safe_label
 from neens.store.db import Database, dialect_insert
 from neens.store.models import LogEvent, Span, TraceSession
 from neens.store.pricing import price_book

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from neens.domain.conventions import unstorable_text_reason
+from neens.domain.storable import unstorable_text_reason
 
 
 class RequestBody(BaseModel):

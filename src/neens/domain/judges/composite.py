@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from neens.domain.conventions import safe_label
 from neens.domain.judges.verdict import Verdict
+from neens.domain.storable import safe_label
 from neens.errors import Unprocessable
 
 

@@ -14,9 +14,9 @@ from typing import Any, Final, Literal, get_args
 
 from rapidfuzz import fuzz
 
-from neens.domain.conventions import safe_label
 from neens.domain.json_path import extract, parse_path
 from neens.domain.judges.verdict import JudgeCase, Verdict, json_text
+from neens.domain.storable import safe_label
 from neens.errors import Unprocessable
 
 ManagedCheck = Literal["exact_match", "contains", "regex", "json_field_match", "fuzzy_similarity"]

@@ -9,8 +9,8 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from neens.domain.conventions import safe_label
 from neens.domain.judges.verdict import JudgeCase, Verdict
+from neens.domain.storable import safe_label
 from neens.errors import Unprocessable
 
 PLACEHOLDERS: Final = ("{input}", "{output}", "{expected_output}")

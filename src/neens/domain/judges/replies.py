@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from neens.domain.conventions import safe_label
 from neens.domain.judges.verdict import Verdict, json_text
+from neens.domain.storable import safe_label
 
 # --- reading replies ---------------------------------------------------------------------------
 

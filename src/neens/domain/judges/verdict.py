@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from neens.domain.conventions import safe_label
+from neens.domain.storable import safe_label
 
 
 @dataclass(frozen=True, slots=True)

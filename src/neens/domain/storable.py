@@ -1,0 +1,216 @@
+"""Whether a decoded value can be stored at all, and the words for why not.
+
+PostgreSQL refuses a NUL character and lone surrogates in text (SQLite would take them, and the
+two databases must accept the same data), and attributes nested deeper than `MAX_NESTING`
+levels are refused too. The receivers, the native session JSON and the server all ask here, so
+they reject the same things with the same words, naming the field or attribute.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from neens.domain.spans import SpanJson, SpanRecord
+
+_UNSTORABLE_CHAR: Final = re.compile("[\x00\ud800-\udfff]")
+"""NUL, and any surrogate code point.
+
+A surrogate in a Python `str` is always a lone one: a valid pair in JSON (`\\ud83d\\ude00`) is
+combined into one code point by the decoder, and valid UTF-8 cannot encode surrogates at all.
+"""
+
+
+def _text_reason(text: str) -> str | None:
+    match = _UNSTORABLE_CHAR.search(text)
+    if match is None:
+        return None
+    if match.group() == "\x00":
+        return f"contains a NUL character (\\x00) at offset {match.start()}"
+    return f"contains a lone surrogate (\\u{ord(match.group()):04x}) at offset {match.start()}"
+
+
+def unstorable_text_reason(value: object) -> str | None:
+    """Why `value` cannot be stored by PostgreSQL, or None when it can.
+
+    PostgreSQL `text` and `jsonb` refuse the NUL character, and a lone surrogate cannot even be
+    encoded as UTF-8; JSON (so `jsonb`) has no NaN or Infinity either. Altering such data to make
+    it fit would store something the agent never sent, so the caller rejects the span instead and
+    reports this reason. Strings, dict keys and values, and list items are walked (with a stack,
+    not recursion, so any nesting depth is safe); the reason names where the problem sits
+    (`['messages'][2]['content'] contains a NUL ...`).
+    """
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        reason = _leaf_reason(item, path)
+        if reason is not None:
+            return reason
+        if isinstance(item, Mapping):
+            children: list[tuple[object, str]] = []
+            for key, child in item.items():
+                if isinstance(key, str) and (reason := _text_reason(key)) is not None:
+                    return f"{path}[{safe_label(key)}] key {reason}"
+                children.append((child, f"{path}[{safe_label(key)}]"))
+            stack.extend(reversed(children))
+        elif isinstance(item, list | tuple):
+            stack.extend(
+                (child, f"{path}[{index}]") for index, child in reversed(list(enumerate(item)))
+            )
+    return None
+
+
+def _leaf_reason(value: object, path: str) -> str | None:
+    where = f"{path} " if path else ""
+    if isinstance(value, str):
+        reason = _text_reason(value)
+        return f"{where}{reason}" if reason else None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where}is {value!r}, which JSON cannot represent"
+    return None
+
+
+MAX_NESTING: Final = 32
+"""How deeply an attribute value may nest objects and arrays.
+
+Real attributes are flat or a few levels deep (GenAI messages: a list of messages of parts);
+a bound keeps every value safely storable, readable back and serialisable by any JSON client,
+and lets a span that goes deeper be refused alone, with the attribute named, instead of failing
+the request it came in."""
+
+
+def nesting_reason(value: object, limit: int = MAX_NESTING) -> str | None:
+    """Why `value` nests objects or arrays more than `limit` levels deep, or None.
+
+    A scalar is depth 0, `{"a": 1}` and `[1]` depth 1. Walked with a stack, so a value nested
+    thousands of levels is measured without recursion.
+    """
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth + 1 > limit:
+            return f"is nested more than {limit} levels deep; flatten it or send it as JSON text"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def safe_label(value: object, limit: int = 80) -> str:
+    """A quoted, printable, bounded rendering of `value` for error messages and reasons.
+
+    Rejection reasons travel back to the client in the OTLP response and into logs, so they must
+    themselves be encodable even when they quote the very text that was refused: `ascii()` escapes
+    NUL and surrogates, and long names are cut so one span cannot bloat the response.
+    """
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    if _UNSTORABLE_CHAR.search(text):
+        return ascii(text)
+    return repr(text)
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_STRICT_JSON: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+def _storable_json(record: SpanRecord) -> SpanJson | None:
+    """The JSON text of the record's values when `record_unstorable_reason` would surely find
+    nothing; None means "look closer".
+
+    Ingest checks every span, and walking every attribute in Python cost more than decoding it.
+    A C-level JSON encoding of everything the walk inspects finds the same problems: a NUL is
+    always escaped as `\\u0000`, a surrogate stays as it is (`ensure_ascii=False`), and a NaN
+    or infinity raises. Anything it cannot encode, or text that merely looks suspect (a literal
+    backslash-u0000), falls back to the exact walk, which also words the reason. The JSON
+    values are encoded one by one, so the store can write their text (`SpanJson`).
+    """
+    try:
+        texts = (
+            _STRICT_JSON.encode(
+                [
+                    record.name,
+                    record.trace_id,
+                    record.span_id,
+                    record.parent_span_id,
+                    record.kind,
+                    record.status_message,
+                    record.scope_name,
+                    record.input,
+                    record.output,
+                    record.agent_name,
+                ]
+            ),
+            _STRICT_JSON.encode(record.resource_attributes),
+            _STRICT_JSON.encode(record.attributes),
+            _STRICT_JSON.encode(record.events),
+        )
+    except (TypeError, ValueError, RecursionError):
+        return None
+    for text in texts:
+        if "\\u0000" in text or (not text.isascii() and _SURROGATE.search(text) is not None):
+            return None
+    return SpanJson(
+        attributes=texts[2],
+        resource_attributes=texts[1],
+        events=texts[3],
+        of=(record.attributes, record.resource_attributes, record.events),
+    )
+
+
+def record_unstorable_reason(record: SpanRecord) -> str | None:
+    """Why a decoded span cannot be stored, naming the field or attribute, or None.
+
+    Shared by every decoder so an OTLP span and a native span with the same problem are refused
+    with the same words. The span's own name is checked first because the reason quotes it.
+    """
+    encoded = _storable_json(record)
+    if encoded is None:
+        return _unstorable_reason(record)
+    # Kept for the store to write (`SpanRecord.encoded`). The record is frozen, but this is a
+    # cache: `SpanRecord.json_text` trusts it only while the record holds the very objects
+    # it was encoded from.
+    object.__setattr__(record, "encoded", encoded)
+    return None
+
+
+def _unstorable_reason(record: SpanRecord) -> str | None:
+    """`record_unstorable_reason`'s exact walk."""
+    label = safe_label(record.name)
+    fields: list[tuple[str, object]] = [
+        ("name", record.name),
+        ("trace id", record.trace_id),
+        ("span id", record.span_id),
+        ("parent span id", record.parent_span_id),
+        ("kind", record.kind),
+        ("status message", record.status_message),
+        ("scope name", record.scope_name),
+        ("input", record.input),
+        ("output", record.output),
+        ("agent name", record.agent_name),
+    ]
+    for field_name, value in fields:
+        if (reason := unstorable_text_reason(value)) is not None:
+            return f"span {label} {field_name} {reason}"
+    # The resource's copy first, so text inherited from the resource is reported as such.
+    for source, attributes in (
+        ("resource attribute", record.resource_attributes),
+        ("attribute", record.attributes),
+    ):
+        for key, value in attributes.items():
+            if (reason := _text_reason(key)) is not None:
+                return f"span {label} {source} key {safe_label(key)} {reason}"
+            if (reason := unstorable_text_reason(value)) is not None:
+                return f"span {label} {source} {safe_label(key)} {reason}"
+    for index, event in enumerate(record.events):
+        if (reason := unstorable_text_reason(event)) is not None:
+            return f"span {label} event {index} {reason}"
+    return None
