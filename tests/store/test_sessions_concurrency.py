@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from neens.domain.spans import SpanRecord
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
-from neens.store.sessions import get_session, write_spans
+from neens.store.session_reads import get_session
+from neens.store.sessions import write_spans
 
 
 def _span(trace_id: str, n: int) -> SpanRecord:

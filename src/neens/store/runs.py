@@ -36,7 +36,7 @@ from neens.store.models import (
     TraceSession,
 )
 from neens.store.run_lifecycle import move, open_run
-from neens.store.sessions import untagged_traces_hint
+from neens.store.session_reads import untagged_traces_hint
 from neens.store.tenancy import CONNECTION, DATASET, RUN, in_project, owned
 from neens.store.types import storable_text, utcnow
 

@@ -13,7 +13,7 @@ from neens.domain.trajectory import Step, StepDiff, diff_trajectories, steps_of
 from neens.errors import Unprocessable
 from neens.store.db import Database
 from neens.store.review import captured_session, run_outcomes
-from neens.store.sessions import get_session
+from neens.store.session_reads import get_session
 
 
 async def compare_versions(

@@ -34,7 +34,7 @@ from neens.engine.ingest import ingest_spans
 from neens.errors import Unprocessable
 from neens.ingest.native import decode_native
 from neens.store import pricing
-from neens.store.sessions import (
+from neens.store.session_reads import (
     SessionFilter,
     SessionKey,
     StoredSession,
