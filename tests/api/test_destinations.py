@@ -23,9 +23,8 @@ from neens.settings import Settings
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from tests.api.test_connection_changes import header_recorder
-from tests.api.test_secrets_at_rest import app_client
 from tests.conftest import auth
-from tests.support.live import serve_in_thread
+from tests.support.live import app_client, serve_in_thread
 from tests.support.preprod import create_run, golden_dataset, items_of, wait_for_run
 
 REFUSED_URLS = [

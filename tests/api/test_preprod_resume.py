@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
-import httpx
-
-from neens.api.app import create_app
 from neens.demo.endpoints import agent_suite, serve
 from neens.settings import Settings
 from neens.store import jobs
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from neens.store.runs import mark_item_error
+from tests.support.live import app_client
 from tests.support.preprod import (
     auth,
     connection,
@@ -25,15 +20,6 @@ from tests.support.preprod import (
 
 ITEMS = [{"input": f"q{n}", "expected_output": f"a{n}"} for n in range(5)]
 RIGHT = {i["input"]: i["expected_output"] for i in ITEMS}
-
-
-@asynccontextmanager
-async def app_client(settings: Settings, db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(settings, database=db)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
-            yield c
 
 
 async def test_a_push_run_whose_worker_died_is_resumed_calling_only_the_pending_items(

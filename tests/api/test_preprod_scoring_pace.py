@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,7 +24,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from neens.api.app import create_app
 from neens.domain.judges import JudgeCase
 from neens.domain.stats import mean
 from neens.engine.judging import Outbound
@@ -34,7 +33,7 @@ from neens.store.db import Database
 from neens.store.judges import JudgeInfo, judges_by_id
 from neens.store.keys import CreatedKey
 from neens.store.models import Job, PreprodItem, PreprodRun, Score, TraceSession
-from tests.support.live import serve_in_thread
+from tests.support.live import app_client, serve_in_thread
 from tests.support.preprod import (
     auth,
     connection,
@@ -342,15 +341,6 @@ def counting_judge(delay_s: float) -> Iterator[CountingJudge]:
     with serve_in_thread(app) as live:
         state.base_url = f"{live.url}/v1"
         yield state
-
-
-@asynccontextmanager
-async def app_client(settings: Settings, db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(settings, database=db)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
-            yield c
 
 
 async def test_llm_judges_score_while_capture_goes_on_within_the_concurrency_limit(

@@ -4,15 +4,12 @@ still reach the endpoint, survive key rotation, and a wrong key is a clear error
 from __future__ import annotations
 
 import stat
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import text
 
-from neens.api.app import create_app
 from neens.secrets import SecretKeyError, generate_key, load_secret_box
 from neens.settings import Settings
 from neens.store.db import Database
@@ -20,18 +17,10 @@ from neens.store.keys import CreatedKey
 from neens.store.secrets import reencrypt
 from tests.api.test_connection_changes import header_recorder
 from tests.conftest import TEST_SECRET_KEY, auth
+from tests.support.live import app_client
 from tests.support.preprod import create_run, golden_dataset, wait_for_run
 
 SECRET = "Bearer sk-very-secret-value"
-
-
-@asynccontextmanager
-async def app_client(settings: Settings, db: Database) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(settings, database=db)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
-            yield c
 
 
 async def _raw_rows(db: Database) -> str:

@@ -1,16 +1,22 @@
-"""Running an ASGI app under a real uvicorn server on loopback, in a background thread."""
+"""Running an ASGI app under a real uvicorn server on loopback, in a background thread, and the
+Neens app in process with its lifespan (workers included) for one test."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import uvicorn
+
+from neens.api.app import create_app
+from neens.settings import Settings
+from neens.store.db import Database
 
 
 @dataclass(frozen=True)
@@ -42,3 +48,14 @@ def serve_in_thread(app: Any, *, timeout: float = 20.0) -> Iterator[LiveServer]:
     finally:
         server.should_exit = True
         thread.join(timeout)
+
+
+@asynccontextmanager
+async def app_client(settings: Settings, db: Database) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the Neens app built from `settings` on `db`, started (its workers too) for the
+    duration of the block."""
+    app = create_app(settings, database=db)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
+            yield c
