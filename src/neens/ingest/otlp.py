@@ -14,6 +14,9 @@ Nesting is bounded twice. Our own limit (`MAX_NESTING` levels of arrays and key/
 attribute) names the attribute. The parsers have limits of their own (upb's 100 message levels,
 `ParseDict`'s recursion depth): when a request trips one, it is decoded again span by span, so
 the span that is too deep is refused alone instead of failing the request.
+
+A little over 500 lines: protobuf decoding and its span-by-span fallback for requests deeper
+than the parser takes share the per-span checks; OTLP/JSON's own preparation is in `otlp_json`.
 """
 
 from __future__ import annotations

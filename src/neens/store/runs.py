@@ -8,6 +8,9 @@ A `running` run always has a live job working on it (in push mode its push job, 
 scores the answers, then a scoring job only for answers it captured and did not judge; in runner
 mode the scoring job), except a runner-mode run waiting for traces; keeping it so is
 `neens.store.run_liveness`.
+
+A little over 500 lines: the run detail's `waitingFor` reads the same job rows the create and
+the item error enqueue, and keeping the two sides together keeps their job keys in one place.
 """
 
 from __future__ import annotations
