@@ -85,19 +85,6 @@ async def handle_common(scope: Scope, receive: Receive, send: Send) -> bool:
     return False
 
 
-async def read_body(receive: Receive) -> bytes | None:
-    """The whole request body, or None if the client disconnected first."""
-    chunks: list[bytes] = []
-    more_body = True
-    while more_body:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunks.append(message.get("body", b""))
-        more_body = message.get("more_body", False)
-    return b"".join(chunks)
-
-
 def run_asgi(app: App, port: int) -> int:
     import uvicorn
 

@@ -43,6 +43,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from rich.table import Table
 
+from neens.demo import endpoints
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPANS_PER_TRACE = 5
 TARGET_SPANS_PER_S = 10_000
@@ -67,7 +69,7 @@ async def sink_app(scope: Scope, receive: Receive, send: Send) -> None:
     if scope["method"] != "POST" or scope["path"] != "/v1/traces":
         await _support.respond(send, 404, b"not found", b"text/plain")
         return
-    body = await _support.read_body(receive)
+    body = await endpoints.read_body(receive)
     if body is None:
         return
     try:

@@ -36,10 +36,10 @@ from neens.store.models import Job, PreprodItem, PreprodRun, Score, TraceSession
 from tests.support.live import app_client, serve_in_thread
 from tests.support.preprod import (
     auth,
-    connection,
     create_run,
     golden_dataset,
     items_of,
+    push_through,
     wait_for_run,
 )
 
@@ -146,21 +146,14 @@ async def test_built_in_judges_score_each_answer_as_it_is_stored_with_no_scoring
     judge_ids = [contains, both]
     dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
     with agent(ANSWERS) as answering:
-        conn = await connection(client, admin_key, answering.url)
-        run = await create_run(
-            client,
-            admin_key,
-            dataset_id=dataset_id,
-            runner_mode="push",
-            agent_connection_id=conn,
-            judge_deployment_ids=judge_ids,
+        done = await push_through(
+            client, admin_key, dataset_id, answering.url, judge_deployment_ids=judge_ids
         )
-        done = await wait_for_run(client, admin_key, run["id"])
     assert done["status"] == "completed", done
     assert done["counts"] == {"pending": 0, "captured": 0, "scored": len(ITEMS), "error": 0}
     # Scored by the push job itself: no scoring job was ever queued for this run.
-    assert await _jobs_of(db, run["id"]) == {"preprod.push": "done"}
-    pushed = await _stored(db, run["id"])
+    assert await _jobs_of(db, done["id"]) == {"preprod.push": "done"}
+    pushed = await _stored(db, done["id"])
     for stored in pushed.values():
         item = stored["item"]
         assert item.captured_at is not None and item.scored_at is not None
@@ -168,7 +161,9 @@ async def test_built_in_judges_score_each_answer_as_it_is_stored_with_no_scoring
     # The scoring pass's per-item function, on the same prompt, stored output and expected
     # output, gives the same verdicts.
     async with db.read() as s:
-        project_id = await s.scalar(select(PreprodRun.project_id).where(PreprodRun.id == run["id"]))
+        project_id = await s.scalar(
+            select(PreprodRun.project_id).where(PreprodRun.id == done["id"])
+        )
         assert project_id is not None
         judges = await judges_by_id(s, project_id, judge_ids)
     outbound = Outbound(db.secrets, allow_private=True)
@@ -239,25 +234,18 @@ async def test_a_judge_that_cannot_score_one_answer_errors_that_item_only(
     items = [*ITEMS[:3], {"input": "no reference", "expected_output": None}]
     dataset_id, _ = await golden_dataset(client, admin_key, items)
     with agent(ANSWERS) as answering:
-        conn = await connection(client, admin_key, answering.url)
-        run = await create_run(
-            client,
-            admin_key,
-            dataset_id=dataset_id,
-            runner_mode="push",
-            agent_connection_id=conn,
-            judge_deployment_ids=[exact],
+        done = await push_through(
+            client, admin_key, dataset_id, answering.url, judge_deployment_ids=[exact]
         )
-        done = await wait_for_run(client, admin_key, run["id"])
     assert done["status"] == "completed", done
-    by_input = {i["input"]: i for i in await items_of(client, admin_key, run["id"])}
+    by_input = {i["input"]: i for i in await items_of(client, admin_key, done["id"])}
     assert by_input["no reference"]["status"] == "error"
     assert by_input["no reference"]["error"] == (
         "no judge could score this item (exact: exact_match compares with the expected output, "
         "and this item has none)"
     )
     assert [by_input[i["input"]]["status"] for i in ITEMS[:3]] == ["scored"] * 3
-    assert await _jobs_of(db, run["id"]) == {"preprod.push": "done"}
+    assert await _jobs_of(db, done["id"]) == {"preprod.push": "done"}
 
 
 async def test_a_judge_that_raises_on_an_answer_is_that_answers_unscored_verdict(
@@ -363,17 +351,10 @@ async def test_llm_judges_score_while_capture_goes_on_within_the_concurrency_lim
                 },
             )
             dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
-            conn = await connection(client, admin_key, slow.url)
-            run = await create_run(
-                client,
-                admin_key,
-                dataset_id=dataset_id,
-                runner_mode="push",
-                agent_connection_id=conn,
-                judge_deployment_ids=[llm],
+            done = await push_through(
+                client, admin_key, dataset_id, slow.url, judge_deployment_ids=[llm]
             )
-            done = await wait_for_run(client, admin_key, run["id"])
-            items = await items_of(client, admin_key, run["id"])
+            items = await items_of(client, admin_key, done["id"])
     assert done["status"] == "completed", done
     assert [i["status"] for i in items] == ["scored"] * len(ITEMS)
     assert all(i["score"] == pytest.approx(0.9) for i in items)
@@ -385,4 +366,4 @@ async def test_llm_judges_score_while_capture_goes_on_within_the_concurrency_lim
     assert slow.slow_answered_at is not None
     early = [prompt for at, prompt in judge.arrivals if at < slow.slow_answered_at]
     assert len(early) >= limit, judge.arrivals
-    assert await _jobs_of(db, run["id"]) == {"preprod.push": "done"}
+    assert await _jobs_of(db, done["id"]) == {"preprod.push": "done"}

@@ -31,6 +31,7 @@ from tests.ingest.test_otlp_logs import (
     content_events,
     log_record,
     logs_request,
+    model_call,
 )
 from tests.support.otlp import export_request, span
 from tests.support.preprod import create_run, golden_dataset, items_of, wait_for_run
@@ -64,25 +65,9 @@ async def score(client: httpx.AsyncClient, key: CreatedKey, run_id: str) -> dict
 
 def trace(tid: bytes, root: bytes, chat: bytes, run_id: str, item_id: str) -> bytes:
     """An agent span tagged for the run's item, and a model call with usage but no content."""
-    tags = dict(zip(TAGS, (run_id, item_id, "local-test"), strict=True))
-    spans = [
-        span(tid, root, "invoke_agent weather-agent", end_ms=100, **tags),
-        span(
-            tid,
-            chat,
-            "chat gpt-4o",
-            parent=root,
-            start_ms=10,
-            end_ms=90,
-            **{
-                "gen_ai.operation.name": "chat",
-                "gen_ai.request.model": "gpt-4o",
-                "gen_ai.usage.input_tokens": 100,
-                "gen_ai.usage.output_tokens": 10,
-            },
-        ),
-    ]
-    return export_request(spans).SerializeToString()
+    return model_call(
+        tid, root, chat, dict(zip(TAGS, (run_id, item_id, "local-test"), strict=True))
+    )
 
 
 async def post(client: httpx.AsyncClient, key: CreatedKey, path: str, body: bytes) -> None:

@@ -52,16 +52,15 @@ def logs_request(records: list[LogRecord]) -> ExportLogsServiceRequest:
     )
 
 
-def model_call(tid: bytes, root: bytes, chat: bytes) -> bytes:
-    """An agent span and a model call that carries no content, only usage."""
+def model_call(
+    tid: bytes, root: bytes, chat: bytes, root_attributes: dict[str, Any] | None = None
+) -> bytes:
+    """An agent span (with `root_attributes`, by default its GenAI operation) and a model call
+    that carries no content, only usage."""
+    if root_attributes is None:
+        root_attributes = {"gen_ai.operation.name": "invoke_agent"}
     spans = [
-        span(
-            tid,
-            root,
-            "invoke_agent weather-agent",
-            end_ms=100,
-            **{"gen_ai.operation.name": "invoke_agent"},
-        ),
+        span(tid, root, "invoke_agent weather-agent", end_ms=100, **root_attributes),
         span(
             tid,
             chat,

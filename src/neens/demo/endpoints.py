@@ -494,7 +494,7 @@ class SimulatedServer:
             return
         if scope["type"] != "http":
             return
-        raw = await _read_body(receive)
+        raw = await read_body(receive)
         if raw is None:
             return  # the client left before sending its request
         method, path = scope["method"], scope["path"]
@@ -553,7 +553,8 @@ async def _lifespan(receive: Receive, send: Send) -> None:
             return
 
 
-async def _read_body(receive: Receive) -> bytes | None:
+async def read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or None if the client disconnected first."""
     chunks: list[bytes] = []
     more_body = True
     while more_body:
