@@ -76,19 +76,23 @@ async def write_or_split(
     refused: Callable[[T, Exception], Awaitable[None]],
     what: str,
     *,
-    alone_again: Callable[[T], bool] = lambda _: False,
+    refusable: Callable[[T], bool] = lambda _: True,
 ) -> None:
     """Write a batch; when the database refuses it, write its entries one by one and hand each
     one it still refuses to `refused`, so one bad entry cannot sink the rest (a lost connection
-    or lock is not the data's fault: it raises). A batch of one is not written again unless
-    `alone_again` says so."""
+    or lock is not the data's fault: it raises). A refused batch of one goes to `refused` at
+    once, unless `refusable` says `refused` would only write the same thing again: then the
+    refusal is raised."""
     try:
         await write(batch)
     except OperationalError:
         raise
-    except Exception:
-        if len(batch) == 1 and not alone_again(batch[0]):
-            raise
+    except Exception as exc:
+        if len(batch) == 1:
+            if not refusable(batch[0]):
+                raise
+            await refused(batch[0], exc)
+            return
         log.warning("a batch of %d %s was refused; storing them one by one", len(batch), what)
         for entry in batch:
             try:

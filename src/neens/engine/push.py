@@ -307,8 +307,8 @@ async def _store_batch(
         write,
         refused,
         "push answers",
-        # only an item error was written, and it was refused: nothing to split
-        alone_again=lambda entry: not isinstance(entry[0].reply, str),
+        # an item error that was refused would only be written again
+        refusable=lambda entry: not isinstance(entry[0].reply, str),
     )
     return captured
 
