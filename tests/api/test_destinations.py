@@ -100,7 +100,13 @@ async def test_with_private_destinations_off_loopback_is_refused_when_saved_and_
                     "requestFormat": "neens"}  # fmt: skip
             r = await client.post("/agent-connections", json=body, headers=auth(admin_key))
             assert r.status_code == 201, "allowed while private destinations are on"
-            conn = r.json()["id"]
+            by_name = r.json()["id"]
+            r = await client.post(
+                "/agent-connections",
+                json={"name": "literal", "url": url, "requestFormat": "neens"},
+                headers=auth(admin_key),
+            )
+            by_address = r.json()["id"]
         async with app_client(closed, db) as client:
             for bad in (url, body["url"]):
                 r = await client.post(
@@ -108,16 +114,21 @@ async def test_with_private_destinations_off_loopback_is_refused_when_saved_and_
                 )
                 assert r.status_code == 422, r.text
                 assert "NEENS_ALLOW_PRIVATE_DESTINATIONS" in r.json()["error"]["message"]
-            run = await create_run(
-                client, admin_key, dataset_id=dataset, runner_mode="push",
-                agent_connection_id=conn,
-            )  # fmt: skip
-            await wait_for_run(client, admin_key, run["id"])
-            [item] = await items_of(client, admin_key, run["id"])
+            errors = []
+            for conn in (by_name, by_address):
+                run = await create_run(
+                    client, admin_key, dataset_id=dataset, runner_mode="push",
+                    agent_connection_id=conn,
+                )  # fmt: skip
+                await wait_for_run(client, admin_key, run["id"])
+                [item] = await items_of(client, admin_key, run["id"])
+                assert item["status"] == "error"
+                errors.append(item["error"])
     assert seen == [], "no request was sent"
-    assert item["status"] == "error"
-    assert "refused to call" in item["error"]
-    assert "resolves to 127.0.0.1 is a loopback or private address" in item["error"]
+    assert all("refused to call" in e for e in errors), errors
+    assert "resolves to 127.0.0.1 is a loopback or private address" in errors[0]
+    assert "127.0.0.1 is a loopback or private address" in errors[1]
+    assert all("NEENS_ALLOW_PRIVATE_DESTINATIONS is off" in e for e in errors), errors
 
 
 async def test_a_stored_metadata_url_is_refused_at_call_time_with_the_items_reason(

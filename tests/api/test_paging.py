@@ -17,7 +17,7 @@ from neens.store.db import Database
 from neens.store.insights import add_insight
 from neens.store.keys import CreatedKey
 from neens.store.models import TraceSession
-from neens.store.scores import score_row
+from neens.store.scores import insert_scores, score_values
 from tests.conftest import auth
 from tests.support.preprod import create_run, golden_dataset
 
@@ -248,18 +248,16 @@ async def test_scores_page_newest_first_by_source_run_and_session_while_scores_a
                 session = ("one", "two")[n % 2]
                 source = ("production", "preprod")[n % 3 == 0]
                 run = "ppr_scored" if source == "preprod" else None
-                s.add(
-                    score_row(
-                        Verdict.scored(0.5, f"reason {n}"),
-                        project_id=ingest_key.project_id,
-                        session_pk=pks[session],
-                        judge_id="jdg_x",
-                        judge_name=f"judge {n}",
-                        source=source,
-                        run_id=run,
-                    )
+                score = score_values(
+                    Verdict.scored(0.5, f"reason {n}"),
+                    project_id=ingest_key.project_id,
+                    session_pk=pks[session],
+                    judge_id="jdg_x",
+                    judge_name=f"judge {n}",
+                    source=source,
+                    run_id=run,
                 )
-                await s.flush()
+                await insert_scores(s, [score])
                 made.append((f"judge {n}", session, source))
         return made
 

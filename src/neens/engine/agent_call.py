@@ -5,8 +5,8 @@ finish within the timeout (60 s by default, enforced end to end, not per socket 
 server that drips bytes cannot hold an item forever), and the response body is read only up to
 8 MiB. Every failure becomes an `AgentCallFailed` with a reason a person can act on; nothing is
 ever invented in place of an answer. Text copied from the reply into that reason is bounded
-(`destinations.excerpt`), and the client given must be a `destinations.guarded_client`, which
-refuses destinations the policy does not allow and never follows redirects.
+(`destinations.excerpt`), and the client is an `agent_client.AgentClient`, which refuses
+destinations the policy does not allow and never follows redirects.
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import aiohttp
 
 from neens.domain.conventions import token_count
 from neens.domain.json_path import extract, parse_path
+from neens.engine.agent_client import ResponseTooLarge, refused
 from neens.engine.destinations import DestinationRefused, excerpt
+from neens.queue.worker import AgentPoster
 
 MAX_PROMPT_CHARS = 200_000
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
@@ -73,7 +75,7 @@ def request_body(
 
 
 async def call_agent(
-    client: httpx.AsyncClient,
+    client: AgentPoster,
     endpoint: AgentEndpoint,
     prompt: str,
     *,
@@ -85,16 +87,26 @@ async def call_agent(
     """POST the prompt and read the answer, or raise AgentCallFailed."""
     sent = prompt[:MAX_PROMPT_CHARS]
     body = request_body(endpoint, sent, run_id=run_id, item_id=item_id, version_label=version_label)
+    encoded = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:
         async with asyncio.timeout(timeout_s):
-            status, raw = await _post(client, endpoint, body)
+            status, raw = await client.post_json(
+                endpoint.url, encoded, endpoint.headers, max_bytes=MAX_RESPONSE_BYTES
+            )
     except TimeoutError:
         raise AgentCallFailed(f"no complete answer within {timeout_s:g} s (timeout)") from None
     except DestinationRefused as exc:
         raise AgentCallFailed(f"refused to call {endpoint.url}: {exc}") from None
-    except httpx.TransportError as exc:
+    except ResponseTooLarge as exc:
+        raise AgentCallFailed(_too_large(exc.size)) from None
+    except (aiohttp.ClientError, ValueError) as exc:
+        # A refusal met while resolving a name arrives wrapped by aiohttp; a ValueError is a
+        # URL or header aiohttp cannot send.
+        policy = refused(exc)
+        if policy is not None:
+            raise AgentCallFailed(f"refused to call {endpoint.url}: {policy}") from None
         raise AgentCallFailed(f"could not reach {endpoint.url}: {_describe(exc)}") from None
     latency_ms = (loop.time() - started) * 1000
     if not 200 <= status < 300:
@@ -133,23 +145,6 @@ async def call_agent(
     )
 
 
-async def _post(
-    client: httpx.AsyncClient, endpoint: AgentEndpoint, body: dict[str, Any]
-) -> tuple[int, bytes]:
-    async with client.stream("POST", endpoint.url, json=body, headers=endpoint.headers) as reply:
-        declared = reply.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
-            raise AgentCallFailed(_too_large(int(declared)))
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in reply.aiter_bytes():
-            size += len(chunk)
-            if size > MAX_RESPONSE_BYTES:
-                raise AgentCallFailed(_too_large(size))
-            chunks.append(chunk)
-        return reply.status_code, b"".join(chunks)
-
-
 def _too_large(size: int) -> str:
     return f"response is larger than the 8 MiB cap (at least {size:,} bytes)"
 
@@ -164,6 +159,6 @@ def _usage(document: Any) -> tuple[int | None, int | None]:
     return token_count(prompt), token_count(completion)
 
 
-def _describe(exc: httpx.TransportError) -> str:
+def _describe(exc: Exception) -> str:
     text = str(exc) or type(exc).__name__
     return excerpt(text.splitlines()[0])

@@ -21,6 +21,7 @@ Redirects are never followed, since a redirect is a new destination.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import socket
 from typing import Any, Literal
@@ -110,6 +111,36 @@ def check_url(url: str, *, allow_private: bool, field: str) -> None:
     verdict, reason = found
     if verdict == "refused" or (verdict == "private" and not allow_private):
         raise Unprocessable(f"{field}: {_refusal(reason, verdict)}", field=field)
+
+
+def check_destination(url: str, *, allow_private: bool) -> None:
+    """Refuse (`DestinationRefused`, nothing sent) a URL whose host is an address the policy
+    does not allow, or a name it always refuses; any other name is checked as it resolves."""
+    refusal = _written_host_refusal(url, allow_private)
+    if refusal is not None:
+        raise DestinationRefused(refusal)
+
+
+@functools.lru_cache(maxsize=1024)
+def _written_host_refusal(url: str, allow_private: bool) -> str | None:
+    """Why the host written in `url` is refused, or None (the policy is fixed, so a run's
+    thousands of calls to one URL parse it once)."""
+    host = httpx.URL(url).host
+    found = _host_verdict(host)
+    if found is None:
+        return None
+    verdict, reason = found
+    if verdict == "refused" or (verdict == "private" and not allow_private and _is_ip(host)):
+        return _refusal(reason, verdict)
+    return None
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 async def resolve_allowed(host: str, port: int, *, allow_private: bool) -> str:

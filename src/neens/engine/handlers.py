@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from neens.engine.agent_client import AgentClient
 from neens.engine.destinations import guarded_client
 from neens.engine.notify import deliver
 from neens.engine.production import score_production_session
@@ -53,22 +54,28 @@ async def _reconcile(ctx: JobContext) -> None:
 @asynccontextmanager
 async def open_worker(db: Database, settings: Settings) -> AsyncIterator[Worker]:
     """The worker `neens serve` runs in process and `neens worker` runs alone: the same job
-    kinds, lease, sweep and outbound client (guarded destinations, one connection pool)."""
-    async with guarded_client(
-        allow_private=settings.allow_private_destinations,
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
-        timeout=httpx.Timeout(settings.push_timeout_s),
-    ) as http:
-        yield make_worker(db, settings, http)
+    kinds, lease, sweep and outbound clients (guarded destinations, one pool each)."""
+    async with (
+        guarded_client(
+            allow_private=settings.allow_private_destinations,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+            timeout=httpx.Timeout(settings.push_timeout_s),
+        ) as http,
+        AgentClient(allow_private=settings.allow_private_destinations) as agents,
+    ):
+        yield make_worker(db, settings, http, agents)
 
 
-def make_worker(db: Database, settings: Settings, http: httpx.AsyncClient) -> Worker:
+def make_worker(
+    db: Database, settings: Settings, http: httpx.AsyncClient, agents: AgentClient
+) -> Worker:
     """A worker with every job kind, its lease and its sweep for runs left without a job."""
     return Worker(
         db,
         HANDLERS,
         settings=settings,
         http=http,
+        agents=agents,
         concurrency=settings.worker_concurrency,
         lease_s=settings.worker_lease_s,
         on_give_up=GIVE_UP,

@@ -20,7 +20,7 @@ from neens.store.db import Database
 from neens.store.jobs import JobKind, enqueue
 from neens.store.judges import judges_by_id
 from neens.store.models import Judge, TraceSession
-from neens.store.scores import score_row
+from neens.store.scores import insert_scores, score_values
 from neens.store.tenancy import owned_by
 
 SETTLE_S = 1.0
@@ -82,14 +82,17 @@ async def score_production_session(ctx: JobContext, payload: dict[str, Any]) -> 
     judge = CaseJudge(judges, JudgeCase(session.input, session.output, None), outbound_of(ctx))
     verdicts = {judge_id: await judge.verdict(judge_id) for judge_id in judge_ids}
     async with db.write() as s:
-        s.add_all(
-            score_row(
-                verdict,
-                project_id=project_id,
-                session_pk=session.pk,
-                judge_id=judge_id,
-                judge_name=judges[judge_id].name,
-                source="production",
-            )
-            for judge_id, verdict in verdicts.items()
+        await insert_scores(
+            s,
+            [
+                score_values(
+                    verdict,
+                    project_id=project_id,
+                    session_pk=session.pk,
+                    judge_id=judge_id,
+                    judge_name=judges[judge_id].name,
+                    source="production",
+                )
+                for judge_id, verdict in verdicts.items()
+            ],
         )

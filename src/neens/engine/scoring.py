@@ -37,7 +37,7 @@ from neens.store.judges import JudgeInfo, judges_by_id
 from neens.store.models import PreprodItem, PreprodRun, Score, TraceSession
 from neens.store.review import item_outcome
 from neens.store.run_lifecycle import move
-from neens.store.scores import score_row
+from neens.store.scores import insert_scores, score_values
 from neens.store.tenancy import owned_by
 from neens.store.types import storable_text, utcnow
 
@@ -201,19 +201,22 @@ async def store_items(
             Score.run_id == run.id, Score.item_id.in_([judged.item_id for judged in batch])
         )
     )
-    s.add_all(
-        score_row(
-            verdict,
-            project_id=run.project_id,
-            session_pk=judged.session_pk,
-            judge_id=judge_id,
-            judge_name=names.get(judge_id, judge_id),
-            source="preprod",
-            run_id=run.id,
-            item_id=judged.item_id,
-        )
-        for judged in batch
-        for judge_id, verdict in judged.verdicts.items()
+    await insert_scores(
+        s,
+        [
+            score_values(
+                verdict,
+                project_id=run.project_id,
+                session_pk=judged.session_pk,
+                judge_id=judge_id,
+                judge_name=names.get(judge_id, judge_id),
+                source="preprod",
+                run_id=run.id,
+                item_id=judged.item_id,
+            )
+            for judged in batch
+            for judge_id, verdict in judged.verdicts.items()
+        ],
     )
     now = utcnow()
     rows = []

@@ -23,7 +23,7 @@ import os
 import socket
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -39,9 +39,18 @@ RENEWALS_PER_LEASE = 5
 """Lease renewals per lease: a renewal may be late four times in a row before the job is lost."""
 
 
+class AgentPoster(Protocol):
+    """The outbound client for agent calls (`neens.engine.agent_client.AgentClient`)."""
+
+    async def post_json(
+        self, url: str, body: bytes, headers: dict[str, str], *, max_bytes: int
+    ) -> tuple[int, bytes]: ...
+
+
 class JobContext:
-    """What a handler gets besides its payload: the database, the server's settings, the one
-    outbound HTTP client (guarded destinations, shared pool) and a way to wake the worker."""
+    """What a handler gets besides its payload: the database, the server's settings, the
+    outbound clients (guarded destinations, shared pools: `agents` for agent calls, `http` for
+    judges and sinks) and a way to wake the worker."""
 
     def __init__(
         self,
@@ -49,11 +58,13 @@ class JobContext:
         *,
         settings: Settings | None = None,
         http: httpx.AsyncClient | None = None,
+        agents: AgentPoster | None = None,
         notify: Callable[[], None] = lambda: None,
     ) -> None:
         self.db = db
         self._settings = settings
         self._http = http
+        self._agents = agents
         self.notify = notify
         """Wake the worker: call after enqueueing follow-up jobs."""
 
@@ -68,6 +79,12 @@ class JobContext:
         if self._http is None:
             raise RuntimeError(_BARE_WORKER.format(what="an outbound HTTP client"))
         return self._http
+
+    @property
+    def agents(self) -> AgentPoster:
+        if self._agents is None:
+            raise RuntimeError(_BARE_WORKER.format(what="a client for agent calls"))
+        return self._agents
 
 
 _BARE_WORKER = (
@@ -90,6 +107,7 @@ class Worker:
         *,
         settings: Settings | None = None,
         http: httpx.AsyncClient | None = None,
+        agents: AgentPoster | None = None,
         concurrency: int = 4,
         poll_interval_s: float = 0.5,
         lease_s: float = DEFAULT_LEASE_S,
@@ -109,7 +127,9 @@ class Worker:
         self.sweep_every_s = sweep_every_s
         self.stop_timeout_s = stop_timeout_s
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
-        self.context = JobContext(db, settings=settings, http=http, notify=self.notify)
+        self.context = JobContext(
+            db, settings=settings, http=http, agents=agents, notify=self.notify
+        )
         self._wake = asyncio.Event()
         self._running: dict[int, asyncio.Task[None]] = {}
         self._leased: dict[int, asyncio.Task[None]] = {}

@@ -1,11 +1,14 @@
-"""Reading judge scores: the score catalogue, filterable by source, run and session."""
+"""Judge scores: storing verdicts, and the score catalogue, filterable by source, run and
+session."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import Table, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.judges import Verdict, passes
 from neens.store.db import Database
@@ -32,7 +35,7 @@ class ScoreInfo:
     created_at: datetime
 
 
-def score_row(
+def score_values(
     verdict: Verdict,
     *,
     project_id: str,
@@ -42,25 +45,32 @@ def score_row(
     source: str,
     run_id: str | None = None,
     item_id: str | None = None,
-) -> Score:
+) -> dict[str, Any]:
     """The stored form of one judge's verdict, with the prompt and raw reply behind it (a NUL or
     lone surrogate a model put in its reply is kept as its escape: see `storable_text`)."""
-    return Score(
-        project_id=project_id,
-        session_pk=session_pk,
-        judge_id=judge_id,
-        judge_name=judge_name,
-        run_id=run_id,
-        item_id=item_id,
-        source=source,
-        score=verdict.score,
-        label=verdict.label,
-        passed=passes(verdict.score) if verdict.score is not None else None,
-        reason=storable_text(verdict.reason),
-        unscored_reason=verdict.unscored_reason,
-        prompt=None if verdict.prompt is None else storable_text(verdict.prompt),
-        raw_reply=None if verdict.raw_reply is None else storable_text(verdict.raw_reply),
-    )
+    return {
+        "project_id": project_id,
+        "session_pk": session_pk,
+        "judge_id": judge_id,
+        "judge_name": judge_name,
+        "run_id": run_id,
+        "item_id": item_id,
+        "source": source,
+        "score": verdict.score,
+        "label": verdict.label,
+        "passed": passes(verdict.score) if verdict.score is not None else None,
+        "reason": storable_text(verdict.reason),
+        "unscored_reason": verdict.unscored_reason,
+        "prompt": None if verdict.prompt is None else storable_text(verdict.prompt),
+        "raw_reply": None if verdict.raw_reply is None else storable_text(verdict.raw_reply),
+    }
+
+
+async def insert_scores(s: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """Insert verdicts (`score_values`) in one statement, not through the unit of work: a push
+    run stores thousands of them as it goes."""
+    if rows:
+        await s.execute(insert(cast(Table, Score.__table__)), rows)
 
 
 async def list_scores(
