@@ -15,6 +15,8 @@ from typing import Any
 import genai_prices
 import pytest
 from genai_prices import Usage
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from neens.domain.pricing import Price, PriceBook
 from neens.domain.sweep_cost import (
@@ -253,6 +255,44 @@ def test_prompts_match_the_library_for_a_plain_price_over_many_items() -> None:
     estimate = arm(calls=3 * len(prompts), prompts=prompts)
 
     assert_same_money(estimate.estimated_usd, 3 * expected)
+
+
+@settings(max_examples=40, deadline=None)
+@example([(10, 1), (11, None)], 1)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(
+                st.integers(0, 40), st.integers(99_990, 100_010), st.integers(200_000, 200_010)
+            ),
+            st.one_of(st.none(), st.integers(0, 30)),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(1, 4),
+)
+def test_any_dataset_costs_what_the_library_says_item_by_item(
+    tokens: list[tuple[int, int | None]], k: int
+) -> None:
+    # Whole tokens of text (4 characters each) near claude-haiku-5-5's tier at 100,000 input
+    # tokens, with and without expected outputs.
+    prompts = [("x" * 4 * i, None if o is None else "y" * 4 * o) for i, o in tokens]
+    known = [o for _, o in tokens if o is not None]
+    fill = math.ceil(sum(known) / len(known)) if known else ASSUMED_OUTPUT_TOKENS
+    expected = sum(
+        (
+            library_price("claude-haiku-5-5", "anthropic", i, fill if o is None else o)
+            for i, o in tokens
+        ),
+        Decimal(0),
+    )
+
+    estimate = arm(
+        model="claude-haiku-5-5", provider="anthropic", calls=k * len(prompts), prompts=prompts
+    )
+
+    assert_same_money(estimate.estimated_usd, k * expected)
 
 
 def test_a_tiny_estimate_is_not_rounded_to_zero() -> None:
