@@ -182,7 +182,7 @@ def estimate_arm(
         raise ValueError(f"calls must be an integer >= 0, got {calls!r}")
     if calls > 0 and not prompts and (history is None or history.calls == 0):
         raise ValueError("an arm with calls needs earlier calls or dataset prompts to estimate")
-    book = book or PriceBook()
+    book = PriceBook() if book is None else book
     when = at or datetime.now(tz=UTC)
 
     def unpriced(reason: str) -> ArmEstimate:
