@@ -38,8 +38,10 @@ class Settings(BaseSettings):
     """Run the job workers inside `neens serve`. Set false when `neens worker` processes (on a
     shared PostgreSQL database) do the work instead."""
 
-    worker_concurrency: int = Field(default=4, ge=1, le=256)
-    """Jobs one worker loop runs at the same time."""
+    worker_concurrency: int = Field(default=16, ge=1, le=256)
+    """Jobs one worker loop runs at the same time. A model sweep runs one push job per arm at
+    once, so keep it at least the number of arms of the sweeps you run (plus a few for scoring
+    and notifications)."""
 
     worker_lease_s: float = Field(default=5.0, ge=1, le=600)
     """Seconds a claimed job stays a worker's without renewal. Workers renew it five times per
@@ -47,7 +49,18 @@ class Settings(BaseSettings):
     only if the database is so loaded that a renewal can be this late."""
 
     push_concurrency: int = Field(default=32, ge=1, le=1024)
-    """Calls in flight at once to one agent endpoint during a push-mode run."""
+    """Calls in flight at once to one agent endpoint during a push-mode run. A model sweep
+    shares this many among its arms (`arm_shares`), so a sweep makes no more calls at once than
+    one run does."""
+
+    sweep_max_arms: int = Field(default=8, ge=2, le=64)
+    """Most arms one model sweep may have."""
+
+    sweep_max_pass_k: int = Field(default=10, ge=1, le=100)
+    """Largest k (runs per arm) of a model sweep."""
+
+    sweep_max_calls: int = Field(default=100_000, ge=1)
+    """Most agent calls one model sweep may plan: arms × k × items."""
 
     judge_concurrency: int = Field(default=8, ge=1, le=256)
     """LLM judge calls in flight at once for one pre-prod run: in a push-mode run while its

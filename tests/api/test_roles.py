@@ -82,6 +82,21 @@ async def _project(client: httpx.AsyncClient, key: CreatedKey) -> dict[str, str]
         json={"name": "agent", "url": "http://127.0.0.1:9/agent", "headers": {"X-Key": "s"}},
         headers=h,
     )
+    other = await client.post(
+        "/agent-connections",
+        json={"name": "other agent", "url": "http://127.0.0.1:9/other"},
+        headers=h,
+    )
+    arms = [
+        {"label": "a", "agentConnectionId": conn.json()["id"]},
+        {"label": "b", "agentConnectionId": other.json()["id"]},
+    ]
+    sweep = await client.post(
+        "/model-sweeps",
+        json={"datasetId": ds, "versionLabel": "v1", "passK": 1, "arms": arms},
+        headers=h,
+    )
+    assert sweep.status_code == 201, sweep.text
     judge = await client.post(
         "/judges", json={"name": "exact", "type": "managed", "check": "exact_match"}, headers=h
     )
@@ -97,10 +112,24 @@ async def _project(client: httpx.AsyncClient, key: CreatedKey) -> dict[str, str]
         "run_id": run,
         "item_id": items[0]["item_id"],
         "connection_id": conn.json()["id"],
+        "other_connection_id": other.json()["id"],
+        "sweep_id": sweep.json()["id"],
         "judge_id": judge.json()["id"],
         "sink_id": sink.json()["id"],
         "session_id": session_id,
         "model": "my-model",
+    }
+
+
+def _sweep_body(ids: dict[str, str], n: int) -> dict[str, Any]:
+    return {
+        "datasetId": ids["dataset_id"],
+        "versionLabel": f"v{n}",
+        "passK": 1,
+        "arms": [
+            {"label": "a", "agentConnectionId": ids["connection_id"]},
+            {"label": "b", "agentConnectionId": ids["other_connection_id"]},
+        ],
     }
 
 
@@ -122,6 +151,8 @@ def _body(method: str, path: str, ids: dict[str, str], n: int) -> dict[str, Any]
             "spans": [{"id": "root", "name": "agent.run"}],
         },
         ("POST", "/v1/traces"): {"resourceSpans": []},
+        ("POST", "/model-sweeps"): _sweep_body(ids, n),
+        ("POST", "/model-sweeps/preview"): _sweep_body(ids, n),
         ("POST", "/v1/logs"): {"resourceLogs": []},
     }
     return bodies.get((method, path))

@@ -58,6 +58,8 @@ CASES: dict[tuple[str, str], Case] = {
     ("POST", "/preprod-evals/{run_id}/items/{item_id}/error"): Case(404, {"reason": "crashed"}),
     ("GET", "/preprod-evals/{run_id}/metrics"): Case(404),
     ("GET", "/sessions/{session_id}"): Case(404),
+    ("GET", "/model-sweeps/{sweep_id}"): Case(404),
+    ("POST", "/model-sweeps/{sweep_id}/cancel"): Case(404),
 }
 
 QUERY_CASES: list[tuple[str, dict[str, str]]] = [

@@ -16,12 +16,16 @@ from neens.engine.production import score_production_session
 from neens.engine.push import run_push
 from neens.engine.run_finished import run_finished
 from neens.engine.scoring import score_run
+from neens.engine.sweeps import roll_up_parent_sweep
 from neens.queue.worker import GiveUp, Handler, JobContext, Worker
 from neens.settings import Settings
 from neens.store.db import Database
 from neens.store.jobs import JobKind
 from neens.store.run_liveness import fail_run, gave_up_reason, reconcile_runs
 from neens.store.runs import RECONCILE_EVERY_S, RunJob
+
+FINISH_HOOKS = (roll_up_parent_sweep,)
+"""Registered with `run_finished.on_run_finished` on import: a sweep rolls up as its runs end."""
 
 HANDLERS: dict[str, Handler] = {
     JobKind.PREPROD_PUSH: run_push,

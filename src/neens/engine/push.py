@@ -47,6 +47,8 @@ from neens.store.run_lifecycle import move
 from neens.store.run_liveness import fail_run
 from neens.store.runs import dispatch_scoring_once, mark_item_error
 from neens.store.sessions import write_spans
+from neens.store.sweep_rollup import cancel_for_budget
+from neens.store.sweeps import sweep_of_run
 from neens.store.tenancy import owned_by
 from neens.store.types import utcnow
 
@@ -154,10 +156,13 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
         # The model sent is the one frozen on the run, never the connection's current one.
         model=run.model,
     )
-    client = ctx.http
+    client = ctx.agents
     settings = ctx.settings
-    slots = asyncio.Semaphore(settings.push_concurrency)
-    watch = _CancelWatch(db, run_id)
+    slots = asyncio.Semaphore(run.push_concurrency or settings.push_concurrency)
+    async with db.read() as s:
+        parent = await sweep_of_run(s, run_id)
+    budgeted = parent[0] if parent is not None and parent[1] is not None else None
+    watch = _CancelWatch(db, run_id, budgeted_sweep=budgeted)
 
     scoring = _Scoring(judges, list(run.judge_ids), outbound_of(ctx))
     judge_slots = asyncio.Semaphore(settings.judge_concurrency)
@@ -439,10 +444,20 @@ class _CancelWatch:
     """Whether the run was cancelled, read from the database at most every `interval_s`, so a
     thousand calls do not cost a thousand reads."""
 
-    def __init__(self, db: Database, run_id: str, interval_s: float = 0.25) -> None:
+    def __init__(
+        self,
+        db: Database,
+        run_id: str,
+        interval_s: float = 0.25,
+        *,
+        budgeted_sweep: str | None = None,
+    ) -> None:
         self.db = db
         self.run_id = run_id
         self.interval_s = interval_s
+        self.budgeted_sweep = budgeted_sweep
+        """The sweep whose budget this run spends, if it has one: crossing it cancels the sweep
+        (and so this run) before the next call."""
         self._checked = -float("inf")
         self._cancelled = False
         self._lock = asyncio.Lock()
@@ -452,6 +467,11 @@ class _CancelWatch:
             now = asyncio.get_running_loop().time()
             if not self._cancelled and now - self._checked >= self.interval_s:
                 self._checked = now
+                if self.budgeted_sweep is not None and await cancel_for_budget(
+                    self.db, self.budgeted_sweep
+                ):
+                    self._cancelled = True
+                    return True
                 async with self.db.read() as s:
                     status = await s.scalar(
                         select(PreprodRun.status).where(PreprodRun.id == self.run_id)

@@ -315,6 +315,77 @@ class PreprodRun(Base):
     started_at: Mapped[datetime | None] = mapped_column(default=None)
     scoring_dispatched_at: Mapped[datetime | None] = mapped_column(default=None)
     completed_at: Mapped[datetime | None] = mapped_column(default=None)
+    push_concurrency: Mapped[int | None] = mapped_column(Integer, default=None)
+    """Calls in flight for this push run; None: the server's NEENS_PUSH_CONCURRENCY. A sweep
+    gives each of its runs its arm's share."""
+
+
+class ModelSweep(Base):
+    """A model sweep: one frozen dataset version against several arms, k runs each, under the
+    conditions pinned here (`fingerprint`)."""
+
+    __tablename__ = "model_sweeps"
+    __table_args__ = (Index(None, "project_id", "created_at", "id"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(500))
+    version_label: Mapped[str] = mapped_column(String(500))
+    dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    dataset_version_id: Mapped[str] = mapped_column(
+        ForeignKey("dataset_versions.id", ondelete="CASCADE")
+    )
+    item_count: Mapped[int] = mapped_column(Integer)
+    pass_k: Mapped[int] = mapped_column(Integer)
+    budget_usd: Mapped[float | None] = mapped_column(Float, default=None)
+    judge_ids: Mapped[list[Any]] = mapped_column(default=list)
+    gate: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    fingerprint: Mapped[str] = mapped_column(String(100))
+    status: Mapped[str] = mapped_column(String(40))
+    reason: Mapped[str | None] = mapped_column(Text, default=None)
+    """Why the sweep was cancelled (by request, or the budget) or failed."""
+    void_reason: Mapped[str | None] = mapped_column(Text, default=None)
+    diverged_arms: Mapped[list[Any]] = mapped_column(default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    completed_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class SweepArm(Base):
+    """One arm of a sweep: one agent connection, its model copied at create."""
+
+    __tablename__ = "model_sweep_arms"
+    __table_args__ = (
+        UniqueConstraint("sweep_id", "position"),
+        UniqueConstraint("sweep_id", "label"),
+        UniqueConstraint("sweep_id", "agent_connection_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    sweep_id: Mapped[str] = mapped_column(ForeignKey("model_sweeps.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    label: Mapped[str] = mapped_column(String(200))
+    agent_connection_id: Mapped[str] = mapped_column(String(40))
+    model: Mapped[str | None] = mapped_column(String(500), default=None)
+    concurrency: Mapped[int] = mapped_column(Integer)
+    """Calls this arm's run may have in flight: its share of the sweep's."""
+    status: Mapped[str] = mapped_column(String(40), default="pending")
+    """`failed` or `cancelled` when the sweep itself ended the arm; otherwise re-derived from
+    the child runs at each roll-up."""
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+
+
+class SweepRun(Base):
+    """One of an arm's k runs: `run_id` is set when it is launched. No foreign key on purpose:
+    a child run that vanished must be seen as vanished (the sweep goes void), not cascade."""
+
+    __tablename__ = "model_sweep_runs"
+    __table_args__ = (UniqueConstraint("arm_id", "attempt"), Index(None, "run_id"))
+
+    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
+    sweep_id: Mapped[str] = mapped_column(ForeignKey("model_sweeps.id", ondelete="CASCADE"))
+    arm_id: Mapped[str] = mapped_column(ForeignKey("model_sweep_arms.id", ondelete="CASCADE"))
+    attempt: Mapped[int] = mapped_column(Integer)
+    run_id: Mapped[str | None] = mapped_column(String(40), default=None)
 
 
 class PreprodItem(Base):

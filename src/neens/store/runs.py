@@ -134,47 +134,59 @@ async def _golden_version(s: AsyncSession, dataset_id: str) -> str | None:
 async def create_run(db: Database, project_id: str, new: NewRun) -> str:
     """Validate references, freeze the item set and the connection's model; return the run id."""
     async with db.write() as s:
-        dataset_id, version_id = await _replayed_version(s, project_id, new)
-        model, provider = await _connection_model(s, project_id, new.agent_connection_id)
-        await _check_baseline_run(s, project_id, new.baseline, version_id)
-        judge_ids = await resolve_run_judges(s, project_id, new.judge_ids)
-        run_id = new_id("ppr_")
-        item_count = await s.scalar(
-            select(func.count()).where(DatasetItem.version_id == version_id)
-        )
-        open_run(
-            s,
-            PreprodRun(
-                id=run_id,
-                project_id=project_id,
-                name=new.name,
-                dataset_id=dataset_id,
-                dataset_version_id=version_id,
-                version_label=new.version_label,
-                runner_mode=new.runner_mode,
-                agent_connection_id=new.agent_connection_id,
-                model=model,
-                model_provider=provider,
-                judge_ids=judge_ids,
-                baseline=new.baseline,
-                gate=new.gate,
-                item_count=item_count or 0,
-                created_at=utcnow(),
-            ),
-        )
-        await s.flush()
-        await _freeze_items(s, run_id, version_id)
-        if new.runner_mode == "push":
-            await enqueue(
-                s, RUN_JOBS["push"], {"run_id": run_id}, dedupe_key=job_key("push", run_id)
-            )
+        return await create_run_in(s, project_id, new)
+
+
+async def create_run_in(
+    s: AsyncSession, project_id: str, new: NewRun, *, push_concurrency: int | None = None
+) -> str:
+    """`create_run` inside the caller's transaction (a sweep launches its child runs so);
+    `push_concurrency` bounds the run's calls in flight instead of the server's setting."""
+    dataset_id, version_id = await _replayed_version(s, project_id, new)
+    model, provider = await _connection_model(s, project_id, new.agent_connection_id)
+    await _check_baseline_run(s, project_id, new.baseline, version_id)
+    judge_ids = await resolve_run_judges(s, project_id, new.judge_ids)
+    run_id = new_id("ppr_")
+    item_count = await s.scalar(select(func.count()).where(DatasetItem.version_id == version_id))
+    open_run(
+        s,
+        PreprodRun(
+            id=run_id,
+            project_id=project_id,
+            name=new.name,
+            dataset_id=dataset_id,
+            dataset_version_id=version_id,
+            version_label=new.version_label,
+            runner_mode=new.runner_mode,
+            agent_connection_id=new.agent_connection_id,
+            model=model,
+            model_provider=provider,
+            judge_ids=judge_ids,
+            baseline=new.baseline,
+            gate=new.gate,
+            item_count=item_count or 0,
+            created_at=utcnow(),
+            push_concurrency=push_concurrency,
+        ),
+    )
+    await s.flush()
+    await _freeze_items(s, run_id, version_id)
+    if new.runner_mode == "push":
+        await enqueue(s, RUN_JOBS["push"], {"run_id": run_id}, dedupe_key=job_key("push", run_id))
     return run_id
 
 
 async def _replayed_version(s: AsyncSession, project_id: str, new: NewRun) -> tuple[str, str]:
     """(dataset id, version id) the run replays: the pinned version, else the golden one."""
-    dataset = await owned(s, DATASET, project_id, new.dataset_id)
-    version_id = new.dataset_version_id
+    return await resolve_replayed_version(s, project_id, new.dataset_id, new.dataset_version_id)
+
+
+async def resolve_replayed_version(
+    s: AsyncSession, project_id: str, dataset_id: str, version_id: str | None
+) -> tuple[str, str]:
+    """(dataset id, version id): `version_id` checked to be the dataset's, else the dataset's
+    golden version."""
+    dataset = await owned(s, DATASET, project_id, dataset_id)
     if version_id is None:
         version_id = await _golden_version(s, dataset.id)
         if version_id is None:

@@ -20,6 +20,7 @@ from neens.store.models import (
     AgentConnection,
     Dataset,
     Judge,
+    ModelSweep,
     NotificationSink,
     PreprodRun,
     TraceSession,
@@ -71,6 +72,7 @@ CONNECTION = Resource(AgentConnection, "agent connection", "connection_id")
 JUDGE = Resource(Judge, "judge", "judge_id")
 SINK = Resource(NotificationSink, "notification sink", "sink_id")
 SESSION = Resource(TraceSession, "session", "session_id", key="trace_id")
+SWEEP = Resource(ModelSweep, "model sweep", "sweep_id")
 
 
 async def owned(

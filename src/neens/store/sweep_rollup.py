@@ -1,0 +1,268 @@
+"""A sweep rolled up from its child runs, and the ways a sweep ends early (cancel, budget, void).
+
+Everything is recomputed from the child runs as persisted (`domain.sweeps.roll_up`), under the
+sweep's row lock; a roll-up that runs twice changes nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from neens.domain.gate import evaluate_gate, parse_gate_policy
+from neens.domain.preprod import items_cohort
+from neens.domain.run_lifecycle import TERMINAL as RUN_TERMINAL
+from neens.domain.sweeps import (
+    SWEEP_TERMINAL,
+    ArmRows,
+    ChildRun,
+    Conditions,
+    Slot,
+    SweepRollup,
+    SweepStatus,
+    is_green,
+    roll_up,
+)
+from neens.store.db import Database
+from neens.store.models import ModelSweep, PreprodItem, PreprodRun, SweepArm, SweepRun, TraceSession
+from neens.store.review import item_outcome
+from neens.store.run_lifecycle import move
+from neens.store.runs import status_counts
+from neens.store.sweeps import arms_of, launch, sweep_spend
+from neens.store.tenancy import SWEEP, owned
+from neens.store.types import storable_text, utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class SweepState:
+    """A sweep's row and its arms' rows with their child runs, as they are now."""
+
+    sweep: ModelSweep
+    arms: list[SweepArm]
+    rows: list[ArmRows]
+
+    def roll_up(self) -> SweepRollup:
+        sweep = self.sweep
+        return roll_up(
+            pinned_conditions(sweep),
+            self.rows,
+            item_count=sweep.item_count,
+            stored_status=_status(sweep.status),
+            stored_reason=sweep.reason,
+            stored_void_reason=sweep.void_reason,
+            stored_diverged=list(sweep.diverged_arms),
+        )
+
+
+def pinned_conditions(sweep: ModelSweep) -> Conditions:
+    return Conditions.of(
+        dataset_version_id=sweep.dataset_version_id,
+        judge_ids=[str(j) for j in sweep.judge_ids],
+        pass_k=sweep.pass_k,
+        version_label=sweep.version_label,
+        gate=dict(sweep.gate),
+    )
+
+
+def _status(text: str) -> SweepStatus:
+    statuses: dict[str, SweepStatus] = {
+        "pending": "pending",
+        "running": "running",
+        "completed": "completed",
+        "completed_with_failures": "completed_with_failures",
+        "failed": "failed",
+        "cancelled": "cancelled",
+        "void": "void",
+    }
+    return statuses[text]
+
+
+async def load_state(s: AsyncSession, sweep: ModelSweep) -> SweepState:
+    """Everything the roll-up reads, from the child runs as persisted."""
+    arms = await arms_of(s, sweep.id)
+    slots = list(
+        await s.scalars(
+            select(SweepRun).where(SweepRun.sweep_id == sweep.id).order_by(SweepRun.attempt)
+        )
+    )
+    run_ids = [slot.run_id for slot in slots if slot.run_id is not None]
+    runs = {
+        run.id: run for run in await s.scalars(select(PreprodRun).where(PreprodRun.id.in_(run_ids)))
+    }
+    counts = await status_counts(s, list(runs))
+    greens = await _greens(s, [run for run in runs.values() if run.status in RUN_TERMINAL])
+    rows = []
+    for arm in arms:
+        arm_slots = []
+        for slot in (slot for slot in slots if slot.arm_id == arm.id):
+            run = runs.get(slot.run_id) if slot.run_id is not None else None
+            child = None
+            if run is not None:
+                done = counts[run.id]
+                child = ChildRun(
+                    run_id=run.id,
+                    status=run.status,
+                    dataset_version_id=run.dataset_version_id,
+                    judge_ids=tuple(str(j) for j in run.judge_ids),
+                    version_label=run.version_label,
+                    gate=dict(run.gate),
+                    item_count=run.item_count,
+                    items_done=done.get("scored", 0) + done.get("error", 0),
+                    green=greens.get(run.id),
+                    error=run.error,
+                )
+            arm_slots.append(Slot(slot.attempt, slot.run_id, child))
+        rows.append(
+            ArmRows(
+                arm.id,
+                arm.label,
+                "failed"
+                if arm.status == "failed"
+                else "cancelled"
+                if arm.status == "cancelled"
+                else "pending",
+                arm.error,
+                arm_slots,
+            )
+        )
+    return SweepState(sweep, arms, rows)
+
+
+async def _greens(s: AsyncSession, runs: Sequence[PreprodRun]) -> dict[str, bool]:
+    """Whether each finished run is green: completed, its gate passed, zero regressions. A
+    sweep's runs have no baseline, so no item of theirs can regress; the gate is the run's own
+    persisted policy, evaluated as `GET /preprod-evals/{id}/gate` does."""
+    greens: dict[str, bool] = {}
+    for run in runs:
+        if run.status != "completed":
+            greens[run.id] = False
+            continue
+        rows = (
+            await s.execute(
+                select(PreprodItem, TraceSession)
+                .outerjoin(TraceSession, TraceSession.pk == PreprodItem.session_pk)
+                .where(PreprodItem.run_id == run.id)
+            )
+        ).all()
+        items = [item_outcome(item, session) for item, session in rows]
+        gate = evaluate_gate(
+            run.status, items, parse_gate_policy(dict(run.gate)), items_cohort(items), None
+        )
+        greens[run.id] = is_green(run.status, gate.passed, gate.regressions)
+    return greens
+
+
+async def roll_up_sweep(db: Database, sweep_id: str) -> SweepRollup | None:
+    """Recompute the sweep from its child runs, persist what changed, and launch each arm's
+    next run when its previous one finished. None when the sweep no longer exists."""
+    async with db.write() as s:
+        sweep = await s.scalar(
+            select(ModelSweep).where(ModelSweep.id == sweep_id).with_for_update()
+        )
+        if sweep is None:
+            return None
+        state = await load_state(s, sweep)
+        rolled = state.roll_up()
+        if not rolled.terminal and sweep.budget_usd is not None:
+            spent, _ = await sweep_spend(s, sweep.id)
+            if spent > sweep.budget_usd:
+                await _cancel(s, sweep, budget_reason(sweep.budget_usd, spent))
+                return (await load_state(s, sweep)).roll_up()
+        await _persist(s, state, rolled)
+        if not rolled.terminal:
+            for arm_row, arm in zip(state.arms, rolled.arms, strict=True):
+                attempt = arm.next_attempt()
+                if attempt is not None:
+                    await launch(s, sweep, arm_row, attempt)
+        return rolled
+
+
+async def _persist(s: AsyncSession, state: SweepState, rolled: SweepRollup) -> None:
+    sweep = state.sweep
+    for arm_row, arm in zip(state.arms, rolled.arms, strict=True):
+        arm_row.status = arm.status
+        arm_row.error = None if arm.error is None else storable_text(arm.error)
+    if sweep.status in SWEEP_TERMINAL:
+        return  # terminal is final: a void, cancelled or finished sweep never changes status
+    sweep.status = rolled.status
+    if rolled.status == "void":
+        sweep.void_reason = storable_text(rolled.void_reason or "")
+        sweep.diverged_arms = list(rolled.diverged_arms)
+        await _cancel_runs(s, state)
+    elif rolled.reason is not None:
+        sweep.reason = storable_text(rolled.reason)
+    if rolled.terminal:
+        sweep.completed_at = utcnow()
+
+
+async def persist_void(db: Database, sweep_id: str) -> None:
+    """Record a void found on read (a child run deleted after the sweep finished, say)."""
+    async with db.write() as s:
+        sweep = await s.scalar(
+            select(ModelSweep).where(ModelSweep.id == sweep_id).with_for_update()
+        )
+        if sweep is None or sweep.status == "void":
+            return
+        state = await load_state(s, sweep)
+        rolled = state.roll_up()
+        if rolled.status != "void":
+            return
+        sweep.status = "running"  # let `_persist` write the void over a finished status
+        await _persist(s, state, rolled)
+
+
+async def _cancel_runs(s: AsyncSession, state: SweepState) -> None:
+    """Cancel every child run still going (a void or cancelled sweep makes no more calls)."""
+    run_ids = [slot.run_id for arm in state.rows for slot in arm.slots if slot.run_id is not None]
+    for run in await s.scalars(
+        select(PreprodRun)
+        .where(PreprodRun.id.in_(run_ids), PreprodRun.status.not_in(list(RUN_TERMINAL)))
+        .with_for_update()
+    ):
+        await move(s, run, "cancelled")
+
+
+async def cancel_sweep(db: Database, project_id: str, sweep_id: str, reason: str) -> None:
+    """Cancel an unfinished sweep and its runs in flight; a finished sweep is left as it is."""
+    async with db.write() as s:
+        sweep = await owned(s, SWEEP, project_id, sweep_id, for_update=True)
+        if sweep.status in SWEEP_TERMINAL:
+            return
+        await _cancel(s, sweep, reason)
+
+
+async def cancel_for_budget(db: Database, sweep_id: str) -> bool:
+    """Cancel the sweep when its spend has crossed its budget; True when it is (now) over."""
+    async with db.write() as s:
+        sweep = await s.scalar(
+            select(ModelSweep).where(ModelSweep.id == sweep_id).with_for_update()
+        )
+        if sweep is None or sweep.budget_usd is None:
+            return False
+        spent, _ = await sweep_spend(s, sweep.id)
+        if spent <= sweep.budget_usd:
+            return False
+        if sweep.status not in SWEEP_TERMINAL:
+            await _cancel(s, sweep, budget_reason(sweep.budget_usd, spent))
+        return True
+
+
+def budget_reason(budget: float, spent: float) -> str:
+    return (
+        f"budget reached: ${spent:,.4f} spent of the ${budget:,.2f} budget; no new calls were "
+        "made after that (calls already in flight finished and are counted)"
+    )
+
+
+async def _cancel(s: AsyncSession, sweep: ModelSweep, reason: str) -> None:
+    state = await load_state(s, sweep)
+    sweep.status = "cancelled"
+    sweep.reason = storable_text(reason)
+    sweep.completed_at = utcnow()
+    for arm in state.arms:
+        if arm.status not in ("completed", "failed"):
+            arm.status = "cancelled"
+    await _cancel_runs(s, state)
