@@ -92,6 +92,14 @@ def _seed(url: str, headers: dict[str, str]) -> dict[str, str]:
         sink = post("/notification-sinks", {"name": "sink", "url": "http://127.0.0.1:9/hook"})
         session = post("/sessions", {"session": {"id": "s-1"}, "spans": [{"id": "1", "name": "a"}]})
         run = post("/preprod-evals", {"dataset_id": ds, "version_label": "v1"})
+        other = post("/agent-connections", {"name": "other", "url": "http://127.0.0.1:9/b"})
+        arms = [
+            {"label": "a", "agentConnectionId": connection["id"]},
+            {"label": "b", "agentConnectionId": other["id"]},
+        ]
+        sweep = post(
+            "/model-sweeps", {"datasetId": ds, "versionLabel": "v1", "passK": 1, "arms": arms}
+        )
         assert c.put("/model-pricing/m-1", json={"inputPerMTokUsd": 1, "outputPerMTokUsd": 2})
         return {
             "dataset_id": ds,
@@ -102,6 +110,7 @@ def _seed(url: str, headers: dict[str, str]) -> dict[str, str]:
             "sink_id": str(sink["id"]),
             "session_id": str(session["sessionId"]),
             "run_id": str(run["id"]),
+            "sweep_id": str(sweep["id"]),
             "model": "m-1",
         }
 

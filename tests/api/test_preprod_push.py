@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from neens.demo.endpoints import DEFAULT_ANSWER, agent_suite, refused_url, serve
+from neens.demo.endpoints import DEFAULT_ANSWER, Agent, agent_suite, refused_url, serve
 from neens.store.keys import CreatedKey
 from tests.support.preprod import (
     auth,
@@ -202,3 +202,29 @@ async def test_a_prompt_is_truncated_at_200000_characters_on_the_way_out(
     # The run's frozen item keeps the whole prompt.
     [item] = await items_of(client, admin_key, run["id"])
     assert item["input"] == huge
+
+
+@pytest.mark.parametrize("wire", ["neens", "chat"])
+async def test_the_agent_name_is_what_the_reply_says_never_the_connections_name(
+    client: httpx.AsyncClient, admin_key: CreatedKey, wire: str
+) -> None:
+    dataset_id, _ = await golden_dataset(client, admin_key, ITEMS)
+    named = {ITEMS[0]["input"]: "refund-agent", ITEMS[1]["input"]: "  "}
+    agent = Agent(RIGHT, wire=wire, path="/named", agent_name=named.get, model="gpt-4o")  # type: ignore[arg-type]
+    with serve(agent) as agents:
+        run = await push_through(
+            client, admin_key, dataset_id, agents.url("/named"),
+            connection_fields={"name": "support-endpoint", "requestFormat": wire},
+        )  # fmt: skip
+    assert run["status"] == "completed"
+    names = {}
+    for item in await items_of(client, admin_key, run["id"]):
+        session = (
+            await client.get(f"/sessions/{item['session_id']}", headers=auth(admin_key))
+        ).json()
+        names[item["input"]] = session["agentName"]
+    assert names == {
+        ITEMS[0]["input"]: "refund-agent",
+        ITEMS[1]["input"]: None,  # a blank name is no name
+        ITEMS[2]["input"]: None,  # no name in the reply: none, not "support-endpoint"
+    }

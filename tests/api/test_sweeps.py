@@ -330,6 +330,23 @@ async def test_an_unknown_connection_or_dataset_is_refused_naming_the_field(
     body["datasetId"] = "ds_nope"
     r = await client.post("/model-sweeps", json=body, headers=auth(admin_key))
     assert r.status_code == 404 and r.json()["error"]["field"] == "datasetId"
+    # Another project's version, named alone: missing here, and nothing of theirs is told.
+    _, their_version = await golden_dataset(client, other_project_key, ITEMS, name="theirs")
+    body.pop("datasetId")
+    body["arms"][1]["agentConnectionId"] = mine
+    body["arms"][0]["agentConnectionId"] = await connection(
+        client, admin_key, "http://127.0.0.1:9/c", name="mine too"
+    )
+    r = await client.post(
+        "/model-sweeps", json={**body, "datasetVersionId": their_version}, headers=auth(admin_key)
+    )
+    assert r.status_code == 404 and r.json()["error"]["field"] == "datasetVersionId", r.text
+    assert r.json()["error"]["message"] == f"no dataset version {their_version!r} in this project"
+    r = await client.post(
+        "/model-sweeps", json={**body, "datasetVersionId": their_version, "passK": True},
+        headers=auth(admin_key),
+    )  # fmt: skip
+    assert r.status_code == 422 and r.json()["error"]["field"] == "passK", "true is not a k"
     r = await client.post(
         "/model-sweeps", json={**body, "dataset_id": "x"}, headers=auth(admin_key)
     )

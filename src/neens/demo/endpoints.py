@@ -181,8 +181,11 @@ class Agent(Endpoint):
         fail_fraction: float = 0.0,
         model: str | None = None,
         usage: Mapping[str, int] | None = None,
+        agent_name: str | Callable[[str], str | None] | None = None,
     ) -> None:
         super().__init__(path=path, latency_s=latency_s)
+        self.agent_name = agent_name
+        """Put in each reply as `agent_name` (a callable gets the prompt); None: no name."""
         if not 0.0 <= fail_fraction <= 1.0:
             raise ValueError("fail_fraction is a fraction of calls, from 0 to 1")
         self.answers = answers if answers is not None else {}
@@ -213,12 +216,14 @@ class Agent(Endpoint):
         if self.fails(len(self.calls) - 1):
             return Reply(500, {"error": "overloaded"})
         text = self.answer(prompt)
+        name = self.agent_name(prompt) if callable(self.agent_name) else self.agent_name
+        named = {} if name is None else {"agent_name": name}
         if self.wire == "nested":
-            return Reply(200, {"data": {"answers": [{"text": text}]}})
+            return Reply(200, {"data": {"answers": [{"text": text}]}, **named})
         if self.wire == "chat":
             model = self.model or str(call.body.get("model", "unknown"))
-            return Reply(200, chat_completion(text, model=model, usage=self.usage))
-        return Reply(200, {"output": text})
+            return Reply(200, {**chat_completion(text, model=model, usage=self.usage), **named})
+        return Reply(200, {"output": text, **named})
 
     def _prompt(self, body: Any) -> str | None:
         if not isinstance(body, dict):

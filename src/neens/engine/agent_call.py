@@ -48,6 +48,9 @@ class AgentReply:
     input_tokens: int | None
     output_tokens: int | None
     latency_ms: float
+    agent_name: str | None = None
+    """The agent the reply says answered (`agent_name`, a top-level string); None when it says
+    nothing. Never the connection's name: a connection is an endpoint, not an agent."""
 
 
 class AgentCallFailed(Exception):
@@ -135,6 +138,7 @@ async def call_agent(
         )
     input_tokens, output_tokens = _usage(document)
     model = document.get("model") if isinstance(document, dict) else None
+    agent_name = document.get("agent_name") if isinstance(document, dict) else None
     return AgentReply(
         answer=answer,
         prompt_sent=sent,
@@ -142,7 +146,19 @@ async def call_agent(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         latency_ms=latency_ms,
+        agent_name=_agent_name(agent_name),
     )
+
+
+MAX_AGENT_NAME_CHARS = 200
+
+
+def _agent_name(value: object) -> str | None:
+    """The reply's agent name when it is a usable one: a non-blank string, cut to 200
+    characters; anything else is no name (the session then has none, never a guessed one)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value.strip()[:MAX_AGENT_NAME_CHARS]
 
 
 def _too_large(size: int) -> str:

@@ -59,9 +59,7 @@ def push_trace_id(run_id: str, item_id: str) -> str:
     return f"{run_id}:{item_id}"
 
 
-def reply_spans(
-    run: PreprodRun, item_id: str, prompt: str, reply: AgentReply, agent_name: str
-) -> list[SpanRecord]:
+def reply_spans(run: PreprodRun, item_id: str, prompt: str, reply: AgentReply) -> list[SpanRecord]:
     """The session recorded for one answer: an agent span, and an LLM span when usage came back.
 
     The LLM span carries the run's frozen model (or the model the reply names), so the session is
@@ -88,7 +86,7 @@ def reply_spans(
         attributes={**correlation, "neens.agent_connection_id": run.agent_connection_id},
         input=prompt,
         output=reply.answer,
-        agent_name=agent_name,
+        agent_name=reply.agent_name,
     )
     spans = [root]
     model = reply.model or run.model
@@ -226,7 +224,7 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
         async def store(batch: list[_Outcome]) -> None:
             nonlocal answers_left, verdicts_left
             last = answers_left == len(batch)
-            captured = await _store_batch(db, run, connection.name, batch, scoring, finish=last)
+            captured = await _store_batch(db, run, batch, scoring, finish=last)
             answers_left -= len(batch)
             verdicts_left += len(captured)
             for item in captured:
@@ -283,7 +281,6 @@ class _Outcome:
 async def _store_batch(
     db: Database,
     run: PreprodRun,
-    agent_name: str,
     batch: list[_Outcome],
     scoring: _Scoring,
     *,
@@ -308,7 +305,7 @@ async def _store_batch(
         captured.extend(await _write(db, run, entries, scoring, finish=finish))
 
     await write_or_split(
-        [_checked(run, agent_name, o) for o in batch],
+        [_checked(run, o) for o in batch],
         write,
         refused,
         "push answers",
@@ -318,14 +315,12 @@ async def _store_batch(
     return captured
 
 
-def _checked(
-    run: PreprodRun, agent_name: str, outcome: _Outcome
-) -> tuple[_Outcome, list[SpanRecord]]:
+def _checked(run: PreprodRun, outcome: _Outcome) -> tuple[_Outcome, list[SpanRecord]]:
     """The outcome with its session's spans, or turned into an error when they cannot be stored."""
     reply = outcome.reply
     if isinstance(reply, str):
         return outcome, []
-    spans = reply_spans(run, outcome.item_id, outcome.prompt, reply, agent_name)
+    spans = reply_spans(run, outcome.item_id, outcome.prompt, reply)
     error = None
     if (reason := unstorable_text_reason(reply.answer)) is not None:
         error = f"the answer cannot be stored: it {reason}, which the database refuses"

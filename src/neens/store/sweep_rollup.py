@@ -6,6 +6,7 @@ sweep's row lock; a roll-up that runs twice changes nothing twice.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -131,6 +132,13 @@ async def load_state(s: AsyncSession, sweep: ModelSweep) -> SweepState:
     return SweepState(sweep, arms, rows)
 
 
+_GREENS: dict[tuple[str, str, str], bool] = {}
+"""Verdicts of finished runs this process worked out, by (run, when it finished, its gate): a
+finished run's items no longer change, so a sweep read every second does not re-read them all.
+Any change to what the verdict rests on (the gate, the finish) is a new key."""
+_GREENS_KEPT = 20_000
+
+
 async def _greens(s: AsyncSession, runs: Sequence[PreprodRun]) -> dict[str, bool]:
     """Whether each finished run is green: completed, its gate passed, zero regressions. A
     sweep's runs have no baseline, so no item of theirs can regress; the gate is the run's own
@@ -139,6 +147,10 @@ async def _greens(s: AsyncSession, runs: Sequence[PreprodRun]) -> dict[str, bool
     for run in runs:
         if run.status != "completed":
             greens[run.id] = False
+            continue
+        key = (run.id, str(run.completed_at), json.dumps(run.gate, sort_keys=True))
+        if (known := _GREENS.get(key)) is not None:
+            greens[run.id] = known
             continue
         rows = (
             await s.execute(
@@ -152,6 +164,9 @@ async def _greens(s: AsyncSession, runs: Sequence[PreprodRun]) -> dict[str, bool
             run.status, items, parse_gate_policy(dict(run.gate)), items_cohort(items), None
         )
         greens[run.id] = is_green(run.status, gate.passed, gate.regressions)
+        if len(_GREENS) >= _GREENS_KEPT:
+            _GREENS.clear()
+        _GREENS[key] = greens[run.id]
     return greens
 
 

@@ -21,11 +21,12 @@ from neens.domain.sweeps import (
     Conditions,
     arm_shares,
 )
-from neens.errors import NeensError, Unprocessable
+from neens.errors import NeensError, NotFound, Unprocessable
 from neens.store.ids import new_id
 from neens.store.judges import resolve_run_judges
 from neens.store.models import (
     AgentConnection,
+    Dataset,
     DatasetItem,
     DatasetVersion,
     ModelSweep,
@@ -143,10 +144,12 @@ async def _sweep_version(s: AsyncSession, project_id: str, new: NewSweep) -> tup
         if new.dataset_version_id is None:
             raise Unprocessable("give datasetId or datasetVersionId", field="datasetId")
         dataset_id = await s.scalar(
-            select(DatasetVersion.dataset_id).where(DatasetVersion.id == new.dataset_version_id)
+            select(DatasetVersion.dataset_id)
+            .join(Dataset, Dataset.id == DatasetVersion.dataset_id)
+            .where(DatasetVersion.id == new.dataset_version_id, owned_by(Dataset, project_id))
         )
         if dataset_id is None:
-            raise Unprocessable(
+            raise NotFound(
                 f"no dataset version {new.dataset_version_id!r} in this project",
                 field="datasetVersionId",
             )

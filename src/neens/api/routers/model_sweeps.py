@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from fastapi import APIRouter, Query
+from starlette.convertors import Convertor, register_url_convertor
 
 from neens.api.deps import AnyKey, DbDep, SettingsDep, WorkerDep
 from neens.api.paging import cursor_query, decode_cursor, next_cursor
@@ -22,6 +23,22 @@ from neens.domain.sweep_cost import usd_for_wire
 from neens.errors import Unprocessable
 from neens.store.sweeps import NewArm, NewSweep
 from neens.views import sweeps as views
+
+
+class _SweepId(Convertor[str]):
+    """A sweep id in a path: `msw-…`. So `/model-sweeps/preview` is only the preview route, and
+    `GET /model-sweeps/preview` is no route at all rather than a lookup of a sweep "preview"."""
+
+    regex = "msw-[^/]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("sweep_id", _SweepId())
 
 router = APIRouter(prefix="/model-sweeps", tags=["model-sweeps"])
 
@@ -160,13 +177,13 @@ async def list_sweeps(
     return SweepList(sweeps=[sweep_out(v) for v in views_], next_cursor=next_cursor(_SWEEPS, end))
 
 
-@router.get("/{sweep_id}", operation_id="model_sweeps-get")
+@router.get("/{sweep_id:sweep_id}", operation_id="model_sweeps-get")
 async def get_sweep(sweep_id: str, principal: AnyKey, db: DbDep) -> SweepOut:
     """The sweep, each arm rolled up from its child runs as they are now."""
     return sweep_out(await views.sweep_detail(db, principal.project_id, sweep_id))
 
 
-@router.post("/{sweep_id}/cancel", operation_id="model_sweeps-cancel")
+@router.post("/{sweep_id:sweep_id}/cancel", operation_id="model_sweeps-cancel")
 async def cancel_sweep(sweep_id: str, principal: AnyKey, db: DbDep) -> SweepOut:
     """Cancel the sweep and its runs in flight; a sweep that already ended is returned as is."""
     return sweep_out(await views.cancel_sweep(db, principal.project_id, sweep_id))

@@ -6,7 +6,7 @@ import math
 from datetime import datetime
 from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, StrictInt, field_validator
 from pydantic.alias_generators import to_camel
 
 from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
@@ -34,7 +34,7 @@ class SweepIn(_CamelRequest):
     """The golden dataset, `ds_…`; its golden version is replayed unless one is pinned."""
     dataset_version_id: str | None = Field(default=None, min_length=1, max_length=200)
     """Pin a version of the dataset instead of its golden one."""
-    pass_k: int = Field(default=3, ge=1)
+    pass_k: StrictInt = Field(default=3, ge=1)
     """Runs per arm; an arm passes only when all k are green."""
     budget_usd: float | None = Field(default=None, ge=0)
     """Refuse the sweep when its priced estimate is over this, and stop it when its spend
