@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -471,7 +473,8 @@ def test_in_a_log_a_row_is_printed_again_only_when_it_changed(
     ]
 
 
-def test_on_a_terminal_the_rows_are_redrawn_in_place() -> None:
+def test_on_a_terminal_the_rows_are_redrawn_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(waiting.shutil, "get_terminal_size", lambda: os.terminal_size((80, 24)))
     stream = io.StringIO()
     board = Board(stream, interactive=True)
 
@@ -611,3 +614,50 @@ def test_an_unknown_sweep_id_is_a_usage_error(
 ) -> None:
     assert cli.main(["sweep", "get", "msw-nope"]) == 2
     assert "[HTTP 404 not_found]" in capsys.readouterr().err
+
+
+# --- docs/cli.md --------------------------------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.index(f"\n{heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def test_every_flag_of_every_sweep_command_is_documented() -> None:
+    section = _section(DOCS.read_text(encoding="utf-8"), "## `neens sweep`")
+    parser = cli.build_parser(with_plugins=False)
+    group = next(
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    ).choices["sweep"]
+    verbs = next(
+        action for action in group._actions if isinstance(action, argparse._SubParsersAction)
+    ).choices
+    assert set(verbs) == {"preview", "start", "get", "cancel"}
+    for verb, verb_parser in verbs.items():
+        assert f"### `neens sweep {verb}`" in section
+        for action in verb_parser._actions:
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert f"`{flag}" in section, f"{verb} {flag} is not in docs/cli.md"
+
+
+def test_the_exit_code_table_has_one_row_per_code_the_cli_uses() -> None:
+    table = _section(DOCS.read_text(encoding="utf-8"), "## Exit codes")
+    codes = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
+    assert codes[1:] == ["0", "1", "2", "3", str(EXIT_UNTRUSTED), "130"]
+
+
+def test_on_a_terminal_a_row_wider_than_the_screen_is_cut_so_the_redraw_stays_in_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(waiting.shutil, "get_terminal_size", lambda: os.terminal_size((30, 24)))
+    stream = io.StringIO()
+    board = Board(stream, interactive=True)
+
+    board.update([BoardRow("a", "x" * 100, "")])
+
+    assert stream.getvalue() == "x" * 28 + "…\n"

@@ -1,4 +1,5 @@
-"""Waiting for a run's verdict, with a live progress line on standard error.
+"""Waiting for a run's verdict, with a live progress line on standard error; and, for model
+sweeps, `wait_until_terminal` with a `Board` of live lines, one per arm.
 
 On a terminal the progress line is rewritten in place; in a CI log (not a terminal) it is printed
 as a new line only when it changes, and at most every `LOG_EVERY_S` seconds unless the run's
@@ -11,6 +12,7 @@ those (`stalled`): their traces will never come, so waiting longer cannot bring 
 
 from __future__ import annotations
 
+import shutil
 import time
 import urllib.parse
 from collections.abc import Callable, Collection
@@ -224,7 +226,9 @@ class Board:
         """Show `rows`, in order."""
         if self.interactive:
             self._erase()
-            self._shown = [row.text for row in rows]
+            # A row wider than the terminal would wrap, and the redraw would miscount the lines.
+            width = max(shutil.get_terminal_size().columns - 1, 20)
+            self._shown = [_fit(row.text, width) for row in rows]
             self._draw()
             self.stream.flush()
             return
@@ -263,6 +267,10 @@ class Board:
         if self.interactive:
             for text in self._shown:
                 self.stream.write(text + "\n")
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @dataclass(frozen=True, slots=True)
