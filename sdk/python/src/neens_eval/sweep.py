@@ -21,11 +21,13 @@ import argparse
 import json
 import sys
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from neens_eval.client import Client, RetryNotice, RetryPolicy, expect_object
-from neens_eval.errors import ApiError, NeensClientError, Unreachable
+from neens_eval.errors import EXIT_UNREACHABLE, ApiError, NeensClientError, Unreachable
 from neens_eval.sweep_args import add_commands, refused_as_usage, sweep_body
 from neens_eval.sweep_render import (
     SWEEP_TERMINAL,
@@ -122,24 +124,20 @@ def _follow(client: Client, sweep: dict[str, Any], args: argparse.Namespace, boa
     poller = ObjectPoller(client, _path(str(sweep["id"])))
     board.log(f"neens: waiting for sweep {sweep['id']} (timeout {args.timeout:g} s)")
     last = sweep
+
+    def show(document: dict[str, Any]) -> None:
+        nonlocal last
+        last = _sweep(document, f"GET {poller.path}")
+        board.update(live_rows(last))
+
     try:
-
-        def show(document: dict[str, Any]) -> None:
-            nonlocal last
-            last = _sweep(document, f"GET {poller.path}")
-            board.update(live_rows(last))
-
         waited = wait_until_terminal(
             poller, terminal=SWEEP_TERMINAL, timeout_s=args.timeout, show=show, first=sweep
         )
     except NeensClientError as exc:
         board.close()
-        if isinstance(exc, Unreachable) or (isinstance(exc, ApiError) and exc.status >= 500):
-            when = (
-                poller.seen_at.isoformat(timespec="seconds").replace("+00:00", "Z")
-                if (poller.seen_at)
-                else "the start"
-            )
+        if exc.exit_code == EXIT_UNREACHABLE:
+            when = _utc(poller.seen_at) if poller.seen_at is not None else "its start"
             board.log(
                 f"neens: no verdict for sweep {last['id']}; as last seen ({when}) it was "
                 f"{last.get('status')}; the server keeps it: once it is back, follow it again "
@@ -183,7 +181,7 @@ def _finish(
     return conclusion.exit_code
 
 
-def _refusals_as_flags(args: argparse.Namespace, send: Any) -> Any:
+def _refusals_as_flags(args: argparse.Namespace, send: Callable[[], Any]) -> Any:
     """Send; a 4xx refusal naming a field of the body is said in terms of its flag."""
     try:
         return send()
@@ -199,6 +197,10 @@ def _sweep(answer: Any, what: str) -> dict[str, Any]:
     if not isinstance(sweep.get("id"), str):
         raise ApiError(200, "unexpected_response", f"{what} answered without a sweep id")
     return sweep
+
+
+def _utc(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _path(sweep_id: str) -> str:
