@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import TypeAlias
 
-from neens_eval import __version__, datasets, eval_run
+from neens_eval import __version__, datasets, eval_run, sweep
 from neens_eval.errors import EXIT_USAGE, NeensClientError
 
 ENTRY_POINT_GROUP = "neens.cli"
@@ -35,7 +35,11 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Handler: TypeAlias = Callable[[argparse.Namespace], int]
 Register: TypeAlias = Callable[[Subparsers], None]
 
-CORE_GROUPS: dict[str, Register] = {"datasets": datasets.register, "eval": eval_run.register}
+CORE_GROUPS: dict[str, Register] = {
+    "datasets": datasets.register,
+    "eval": eval_run.register,
+    "sweep": sweep.register,
+}
 
 
 def plugin_entry_points() -> list[metadata.EntryPoint]:
@@ -52,7 +56,10 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
 def _build(*, with_plugins: bool) -> tuple[argparse.ArgumentParser, Subparsers]:
     parser = argparse.ArgumentParser(
         prog="neens",
-        description="Neens command line: push datasets, run evaluation gates, manage a server.",
+        description=(
+            "Neens command line: push datasets, run evaluation gates, compare models with "
+            "sweeps, manage a server."
+        ),
         epilog=(
             "Client commands read NEENS_BASE_URL and NEENS_API_KEY from the environment. "
             "Run `neens COMMAND --help` for the options of a command."

@@ -7,8 +7,10 @@
     │   └── AuthError       exit 2: 401 or 403, the API key was refused
     └── Unreachable         exit 3: no usable answer from the server, even after retries
 
-Exit code 1 is left free for commands that evaluate a gate: "the gate failed" is a result, not an
-error, so no error here ever maps to it.
+Exit codes 1 and 4 are results, not errors, so no error here ever maps to them: 1 is "a
+requirement you asked for is not met" (a failed gate, `--require-all-arms`), and 4
+(`EXIT_UNTRUSTED`) is "the evidence cannot be trusted or does not exist" (a void, failed or
+cancelled model sweep).
 
 The server's error body is `{"error": {"code": str, "message": str, "field"?: str}}`;
 `ApiError.from_body` reads it and falls back to the HTTP status line when the body is anything
@@ -21,6 +23,9 @@ import json
 
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
+EXIT_UNTRUSTED = 4
+"""A result that must never look like a pass: a void sweep (its comparison is not fair), or a
+failed or cancelled one (the evidence does not exist)."""
 
 
 class NeensClientError(Exception):

@@ -1,4 +1,5 @@
-"""Waiting for a run's verdict, with a live progress line on standard error.
+"""Waiting for a run's verdict, with a live progress line on standard error; and, for model
+sweeps, `wait_until_terminal` with a `Board` of live lines, one per arm.
 
 On a terminal the progress line is rewritten in place; in a CI log (not a terminal) it is printed
 as a new line only when it changes, and at most every `LOG_EVERY_S` seconds unless the run's
@@ -11,6 +12,7 @@ those (`stalled`): their traces will never come, so waiting longer cannot bring 
 
 from __future__ import annotations
 
+import shutil
 import time
 import urllib.parse
 from collections.abc import Callable, Collection
@@ -98,19 +100,38 @@ class LastSeen:
         }
 
 
-class Poller:
-    """Polls the run, with a gentle back-off: quick at first, then every `max_interval` s."""
+class ObjectPoller:
+    """Reads one object of the API again and again, with a gentle back-off: quick at first,
+    then every `max_interval` s. `seen_at` is when it was last read successfully."""
 
-    def __init__(self, client: Client, run_id: str, *, max_interval: float = 2.0) -> None:
+    def __init__(self, client: Client, path: str, *, max_interval: float = 2.0) -> None:
         self.client = client
-        self.run_id = run_id
-        self.path = f"/preprod-evals/{urllib.parse.quote(run_id, safe='')}"
+        self.path = path
         self.interval = 0.2
         self.max_interval = max_interval
+        self.seen_at: datetime | None = None
+
+    def read(self) -> dict[str, Any]:
+        document = expect_object(self.client.get(self.path), f"GET {self.path}")
+        self.seen_at = datetime.now(UTC)
+        return document
+
+    def sleep(self) -> None:
+        time.sleep(self.interval)
+        self.interval = min(self.interval * 1.5, self.max_interval)
+
+
+class Poller(ObjectPoller):
+    """Polls a pre-prod run and its items."""
+
+    def __init__(self, client: Client, run_id: str, *, max_interval: float = 2.0) -> None:
+        path = f"/preprod-evals/{urllib.parse.quote(run_id, safe='')}"
+        super().__init__(client, path, max_interval=max_interval)
+        self.run_id = run_id
         self.last_seen: LastSeen | None = None
 
     def run(self) -> dict[str, Any]:
-        run = expect_object(self.client.get(self.path), f"GET {self.path}")
+        run = self.read()
         self.last_seen = LastSeen(datetime.now(UTC), run)
         return run
 
@@ -120,10 +141,6 @@ class Poller:
         if not isinstance(items, list):
             raise unexpected(f"GET {self.path}/items", "an 'items' list")
         return [item for item in items if isinstance(item, dict)]
-
-    def sleep(self) -> None:
-        time.sleep(self.interval)
-        self.interval = min(self.interval * 1.5, self.max_interval)
 
 
 def wait_for_verdict(
@@ -176,3 +193,114 @@ def _failed_still_pending(poller: Poller, run: dict[str, Any], failed: Collectio
         return set()
     still = {str(item.get("item_id")) for item in poller.items() if item.get("status") == "pending"}
     return still if still and still <= set(failed) else set()
+
+
+@dataclass(frozen=True, slots=True)
+class BoardRow:
+    """One live line of a `Board`: `key` names the row (an arm's label), `milestone` is the part
+    of its state that is worth a log line at once when it changes (its status, its runs)."""
+
+    key: str
+    text: str
+    milestone: str
+
+
+class Board:
+    """Several live lines on `stream`, one per row: a sweep's arms, each in its own state.
+
+    On a terminal the rows are redrawn in place; in a CI log a row is printed again only when
+    its text changed, and at most every `LOG_EVERY_S` seconds unless its milestone changed, so
+    item counts ticking up do not flood the log while a new status or a finished run shows at once.
+    """
+
+    def __init__(self, stream: TextIO, *, interactive: bool | None = None) -> None:
+        self.stream = stream
+        if interactive is None:
+            isatty = getattr(stream, "isatty", None)
+            interactive = bool(isatty and isatty())
+        self.interactive = interactive
+        self._shown: list[str] = []
+        self._last: dict[str, tuple[str, str, float]] = {}
+
+    def update(self, rows: list[BoardRow]) -> None:
+        """Show `rows`, in order."""
+        if self.interactive:
+            self._erase()
+            # A row wider than the terminal would wrap, and the redraw would miscount the lines.
+            width = max(shutil.get_terminal_size().columns - 1, 20)
+            self._shown = [_fit(row.text, width) for row in rows]
+            self._draw()
+            self.stream.flush()
+            return
+        now = time.monotonic()
+        for row in rows:
+            last = self._last.get(row.key)
+            if last is not None:
+                text, milestone, at = last
+                if row.text == text:
+                    continue
+                if row.milestone == milestone and now - at < LOG_EVERY_S:
+                    continue
+            self.stream.write(row.text + "\n")
+            self._last[row.key] = (row.text, row.milestone, now)
+        self.stream.flush()
+
+    def log(self, text: str) -> None:
+        """A line that stays above the live rows."""
+        self._erase()
+        self.stream.write(text + "\n")
+        self._draw()
+        self.stream.flush()
+
+    def close(self) -> None:
+        """Take the live rows off a terminal (a CI log keeps what it printed)."""
+        self._erase()
+        self._shown = []
+        self.stream.flush()
+
+    def _erase(self) -> None:
+        if self.interactive and self._shown:
+            # To the start of the first live row, then clear to the end of the screen.
+            self.stream.write(f"\x1b[{len(self._shown)}F\x1b[J")
+
+    def _draw(self) -> None:
+        if self.interactive:
+            for text in self._shown:
+                self.stream.write(text + "\n")
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectWait:
+    document: dict[str, Any]
+    outcome: Literal["finished", "timeout"]
+    waited_s: float
+
+
+def wait_until_terminal(
+    poller: ObjectPoller,
+    *,
+    terminal: Collection[str],
+    timeout_s: float,
+    show: Callable[[dict[str, Any]], None],
+    first: dict[str, Any] | None = None,
+) -> ObjectWait:
+    """Read the object until its `status` is one of `terminal`, or `timeout_s` passed; `show`
+    is called with each read. `first`, when given, is used as the first read (just created)."""
+    started = time.monotonic()
+    deadline = started + timeout_s
+    document = first
+    while True:
+        if document is None:
+            document = poller.read()
+        now = time.monotonic()
+        show(document)
+        if str(document.get("status")) in terminal:
+            return ObjectWait(document, "finished", now - started)
+        if now >= deadline:
+            return ObjectWait(document, "timeout", now - started)
+        poller.sleep()
+        document = None

@@ -1,0 +1,338 @@
+"""The command line of `neens sweep preview|start|get|cancel`: the flags, their types, the checks
+on which flags go together, and the request body the flags describe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from neens_eval.errors import ApiError, ConfigError
+from neens_eval.eval_args import _count, _fraction, _positive_int, _seconds, _window
+
+if TYPE_CHECKING:
+    from neens_eval.cli import Subparsers
+
+DEFAULT_SWEEP_TIMEOUT_S: Final = 3600.0
+"""A sweep runs every arm k times over the dataset: it takes longer than one eval run."""
+
+EXIT_CODES_HELP: Final = """\
+exit codes:
+  0  done: the sweep was previewed, started, read or cancelled; a finished sweep whose arms did
+     not all pass still exits 0 (a sweep is informational)
+  1  --require-all-arms, and an arm did not pass pass^k
+  2  usage or configuration error, or the server refused the request (a 4xx answer)
+  3  no verdict: the server could not be reached for the whole retry window, or --timeout ran
+     out while waiting (or --require-all-arms on a sweep that has not finished)
+  4  the evidence cannot be trusted or does not exist: the sweep is void (always, with the
+     reason), or failed, or was cancelled (with the reason)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Arm:
+    """One `--arm LABEL=CONNECTION_ID`, as given (`text`) and as sent."""
+
+    label: str
+    connection_id: str
+    text: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"label": self.label, "agentConnectionId": self.connection_id}
+
+
+def parse_arm(text: str) -> Arm:
+    """`sonnet=conn_…` as an arm. The label is everything before the last `=`, so a label may
+    hold one; a connection id never does."""
+    label, equals, connection = text.rpartition("=")
+    label, connection = label.strip(), connection.strip()
+    if not equals or not label or not connection:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not LABEL=CONNECTION_ID; write one arm per flag, such as "
+            f"--arm sonnet=conn_01J…"
+        )
+    if any(char.isspace() for char in connection):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the connection id {connection!r} contains whitespace; write "
+            f"LABEL=CONNECTION_ID, such as --arm sonnet=conn_01J…"
+        )
+    if label.startswith("conn_") and not connection.startswith("conn_"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} looks reversed: write LABEL=CONNECTION_ID, such as "
+            f"--arm {connection}={label}"
+        )
+    return Arm(label, connection, text)
+
+
+def add_commands(
+    subparsers: Subparsers,
+    *,
+    preview: Callable[[argparse.Namespace], int],
+    start: Callable[[argparse.Namespace], int],
+    get: Callable[[argparse.Namespace], int],
+    cancel: Callable[[argparse.Namespace], int],
+) -> None:
+    """Add the `sweep` group and its four commands, carried out by the given handlers."""
+    group = subparsers.add_parser(
+        "sweep",
+        help="compare models: one golden dataset against several agent endpoints, k runs each",
+        description=(
+            "Run a model sweep: replay one frozen golden dataset against several arms (one "
+            "model behind one agent connection each) under identical conditions; an arm passes "
+            "only when all k of its runs are green. Preview the cost first, then start it."
+        ),
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = group.add_subparsers(title="commands", metavar="COMMAND")
+
+    preview_parser = commands.add_parser(
+        "preview",
+        help="what a sweep would call and cost; writes nothing, spends nothing",
+        description=(
+            "Ask Neens what the sweep would cost: per arm its model, its calls (k x items), the "
+            "estimated USD or 'unpriced', and what the estimate rests on; the totals; and "
+            "whether starting it would be refused on --budget-usd. Nothing is created."
+        ),
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="neens sweep preview (--dataset-id ID | --dataset-version-id ID) "
+        "--arm LABEL=CONN_ID --arm LABEL=CONN_ID ... [options]",
+    )
+    _add_definition(preview_parser, creating=False)
+    _add_output(preview_parser, waits=False)
+    preview_parser.set_defaults(func=preview)
+
+    start_parser = commands.add_parser(
+        "start",
+        help="start a sweep, and with --wait follow every arm to the end",
+        description=(
+            "Create the sweep and launch its arms. With --wait, show each arm's state live on "
+            "standard error until the sweep is finished, then print the result."
+        ),
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="neens sweep start (--dataset-id ID | --dataset-version-id ID) "
+        "--version-label LABEL --arm LABEL=CONN_ID --arm LABEL=CONN_ID ... [options]",
+    )
+    _add_definition(start_parser, creating=True)
+    _add_output(start_parser, waits=True)
+    start_parser.set_defaults(func=start)
+
+    get_parser = commands.add_parser(
+        "get",
+        help="print a sweep, and with --wait follow it to the end",
+        description="Read a sweep and print it; with --wait, follow it until it is finished.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    get_parser.add_argument("sweep_id", metavar="SWEEP_ID", help="the sweep (msw-…)")
+    _add_output(get_parser, waits=True)
+    get_parser.set_defaults(func=get)
+
+    cancel_parser = commands.add_parser(
+        "cancel",
+        help="cancel a sweep and its runs in flight",
+        description=(
+            "Cancel an unfinished sweep: its runs in flight are cancelled and no new call is "
+            "made. A finished sweep is printed as it is. Exits 0 once the sweep is cancelled."
+        ),
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cancel_parser.add_argument("sweep_id", metavar="SWEEP_ID", help="the sweep (msw-…)")
+    _add_output(cancel_parser, waits=False)
+    cancel_parser.set_defaults(func=cancel)
+
+
+def _add_definition(parser: argparse.ArgumentParser, *, creating: bool) -> None:
+    group = parser.add_argument_group("the sweep")
+    group.add_argument("--dataset-id", metavar="ID", help="the golden dataset (ds_…)")
+    group.add_argument(
+        "--dataset-version-id",
+        metavar="ID",
+        help="pin a dataset version (dsv_…) instead of the dataset's golden version",
+    )
+    group.add_argument(
+        "--arm",
+        dest="arms",
+        action="append",
+        type=parse_arm,
+        default=[],
+        metavar="LABEL=CONN_ID",
+        help="one arm: a label and the agent connection it calls (repeat, at least twice)",
+    )
+    group.add_argument(
+        "--pass-k",
+        type=_positive_int,
+        metavar="K",
+        help="runs per arm; an arm passes only when all K are green (default: the server's, 3)",
+    )
+    group.add_argument(
+        "--version-label",
+        metavar="LABEL",
+        help="what is evaluated: a git SHA, a date" + (" (required)" if creating else ""),
+    )
+    group.add_argument("--name", help="a name for the sweep (default: the version label)")
+    group.add_argument(
+        "--budget-usd",
+        type=_usd,
+        metavar="USD",
+        help="refuse to start when the estimate is over USD, and stop the sweep when its "
+        "spend crosses it",
+    )
+    group.add_argument(
+        "--judge-id",
+        dest="judge_ids",
+        action="append",
+        metavar="ID",
+        help="a judge that scores every run (jdg_…; repeat); default: the Primary Score",
+    )
+    group.add_argument(
+        "--min-pass-rate",
+        type=_fraction,
+        metavar="X",
+        help="the gate every run is held to: the least share of items that must pass (0..1)",
+    )
+    group.add_argument(
+        "--max-regressions",
+        type=_count,
+        metavar="N",
+        help="the gate every run is held to: the most items that may regress",
+    )
+
+
+def _add_output(parser: argparse.ArgumentParser, *, waits: bool) -> None:
+    group = parser.add_argument_group("waiting and output")
+    if waits:
+        group.add_argument(
+            "--wait",
+            action="store_true",
+            help="follow the sweep until it is finished, each arm's state live on stderr",
+        )
+        group.add_argument(
+            "--timeout",
+            type=_seconds,
+            default=DEFAULT_SWEEP_TIMEOUT_S,
+            metavar="SECONDS",
+            help=f"with --wait: how long to wait (default {DEFAULT_SWEEP_TIMEOUT_S:g}); then "
+            f"exit 3",
+        )
+        group.add_argument(
+            "--require-all-arms",
+            action="store_true",
+            help="exit 1 unless every arm passed pass^k (default: a sweep is informational)",
+        )
+    group.add_argument(
+        "--retry-window",
+        type=_window,
+        metavar="SECONDS",
+        help="how long to keep retrying while Neens does not answer, then exit 3 (default: "
+        "$NEENS_RETRY_WINDOW, else 60)",
+    )
+    group.add_argument(
+        "--json",
+        action="store_true",
+        dest="as_json",
+        help="write the server's JSON answer to stdout (the summary goes to stderr)",
+    )
+
+
+def sweep_body(args: argparse.Namespace, *, creating: bool) -> dict[str, Any]:
+    """The request body of POST /model-sweeps (or its preview) the flags describe."""
+    dataset_id = _given(args.dataset_id)
+    version_id = _given(args.dataset_version_id)
+    if dataset_id is None and version_id is None:
+        raise ConfigError(
+            "give the golden dataset with --dataset-id ds_…, or pin a version with "
+            "--dataset-version-id dsv_…"
+        )
+    label = _given(args.version_label)
+    if creating and label is None:
+        raise ConfigError(
+            '--version-label is required to start a sweep, for example: --version-label "$GIT_SHA"'
+        )
+    if creating and args.require_all_arms and not args.wait:
+        raise ConfigError(
+            "--require-all-arms needs --wait: a sweep that was just started has no verdict yet; "
+            "add --wait, or check it later with `neens sweep get SWEEP_ID --require-all-arms`"
+        )
+    if not args.arms:
+        raise ConfigError(
+            "give the arms to compare, one --arm LABEL=CONNECTION_ID each, at least two: "
+            "--arm sonnet=conn_… --arm mini=conn_…"
+        )
+    body: dict[str, Any] = {}
+    if args.name is not None:
+        body["name"] = args.name
+    if label is not None:
+        body["versionLabel"] = label
+    if dataset_id is not None:
+        body["datasetId"] = dataset_id
+    if version_id is not None:
+        body["datasetVersionId"] = version_id
+    if args.pass_k is not None:
+        body["passK"] = args.pass_k
+    if args.budget_usd is not None:
+        body["budgetUsd"] = args.budget_usd
+    if args.judge_ids:
+        body["judgeDeploymentIds"] = list(args.judge_ids)
+    gate: dict[str, Any] = {}
+    if args.min_pass_rate is not None:
+        gate["min_pass_rate"] = args.min_pass_rate
+    if args.max_regressions is not None:
+        gate["max_regressions"] = args.max_regressions
+    if gate:
+        body["gate"] = gate
+    body["arms"] = [arm.to_json() for arm in args.arms]
+    return body
+
+
+FIELD_FLAGS: Final = {
+    "name": "--name",
+    "versionLabel": "--version-label",
+    "datasetId": "--dataset-id",
+    "datasetVersionId": "--dataset-version-id",
+    "passK": "--pass-k",
+    "budgetUsd": "--budget-usd",
+    "judgeDeploymentIds": "--judge-id",
+    "gate": "--min-pass-rate/--max-regressions",
+    "arms": "--arm",
+}
+_ARM_FIELD = re.compile(r"arms\[(\d+)\]")
+
+
+def refused_as_usage(error: ApiError, arms: Sequence[Arm]) -> ConfigError | None:
+    """A 4xx refusal of the sweep's body, said in terms of the flag that carried the field
+    (`arms[1].label` is the second `--arm`, quoted as it was given); None when the error names
+    no field of the body."""
+    if not 400 <= error.status < 500 or not error.field:
+        return None
+    match = _ARM_FIELD.match(error.field)
+    if match is not None and int(match[1]) < len(arms):
+        index = int(match[1])
+        return ConfigError(f"--arm {arms[index].text!r} (arm {index + 1}): {error}")
+    flag = FIELD_FLAGS.get(error.field.split(".", 1)[0].split("[", 1)[0])
+    if flag is None:
+        return None
+    return ConfigError(f"{flag}: {error}")
+
+
+def _given(value: str | None) -> str | None:
+    if value is None or not value.strip():
+        return None
+    return value.strip()
+
+
+def _usd(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount in USD, such as 10") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not an amount in USD (0 or more), such as 10")
+    return value
