@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from neens.domain.spans import SpanJson, SpanRecord
@@ -125,13 +125,13 @@ _encode_text: Final = json.encoder.encode_basestring
 """The encoder's own function for a string (its C version when there is one)."""
 
 _LONG_TEXT: Final = 256
-"""A string this long or longer is worth checking for `_verbatim` text; shorter ones, and
-containers holding only shorter ones, cost less to hand to the encoder."""
+"""A string this long or longer is worth checking for `_verbatim` text; a shorter one costs
+less to hand to the encoder's own string function."""
 _VERBATIM_BYTES: Final = bytes(c for c in range(0x20, 0x7F) if c not in b'"\\')
 """The characters a JSON encoder writes as they are inside a string, whatever its options:
 printable ASCII but the quote and the backslash."""
 _NESTED_FAST: Final = 3
-"""Containers looked into by `_encode`, outermost first (events, an event, its attributes);
+"""Containers assembled by `_encode`, outermost first (events, an event, its attributes);
 deeper ones go to the encoder whole."""
 
 
@@ -143,40 +143,36 @@ def _verbatim(text: str) -> bool:
     return text.isascii() and not text.encode("ascii").translate(None, _VERBATIM_BYTES)
 
 
-def _worth_splitting(values: Iterable[Any]) -> bool:
-    """Whether a container holds a long string, or a container that may."""
-    for value in values:
-        kind = type(value)
-        if kind is str:
-            if len(value) >= _LONG_TEXT:
-                return True
-        elif kind is dict or kind is list:
-            return True
-    return False
-
-
 def _encode(value: Any, depth: int = 0) -> str:
     """`_STRICT_JSON.encode(value)`: the same text, or the same exception, faster for the usual
     span values.
 
     Attribute values are often long plain strings (prompts, completions), which the stdlib
-    encoder escapes character by character. Here a long string that JSON writes verbatim is
-    placed between quotes as is; a dict or list holding one is assembled here with the
-    encoder's own separators (`", "`, `": "`) and keys; every other value (short strings,
-    strings with something to escape, numbers, a subclass, a non-string key, anything nested
-    past `_NESTED_FAST`) is handed to the encoder itself, whose text for a value does not
-    depend on what surrounds it. tests/domain/test_storable.py compares the two.
+    encoder escapes character by character, and its every call sets up an encoder, which costs
+    more than a small dict. Here dicts and lists are assembled with the encoder's own
+    separators (`", "`, `": "`); a long string that JSON writes verbatim is placed between
+    quotes as is, other strings and keys go to the encoder's own string function, and ints,
+    finite floats, bools and None are written as the encoder writes them (`repr`, `true`,
+    `null`). Everything else (a NaN, a subclass, a non-string key, a container nested past
+    `_NESTED_FAST`, anything the encoder refuses) goes to the encoder itself, whose text for a
+    value does not depend on what surrounds it. tests/domain/test_storable.py compares the two.
     """
     kind = type(value)
     if kind is str:
         if len(value) >= _LONG_TEXT and _verbatim(value):
             return f'"{value}"'
         return _encode_text(value)
+    if kind is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    if depth >= _NESTED_FAST:
+        return _encode_any(value)
     if kind is dict:
-        if not value:
-            return "{}"
-        if depth >= _NESTED_FAST or not _worth_splitting(value.values()):
-            return _encode_any(value)
         parts = []
         for key, item in value.items():
             if type(key) is not str:
@@ -184,10 +180,6 @@ def _encode(value: Any, depth: int = 0) -> str:
             parts.append(f"{_encode_text(key)}: {_encode(item, depth + 1)}")
         return "{" + ", ".join(parts) + "}"
     if kind is list:
-        if not value:
-            return "[]"
-        if depth >= _NESTED_FAST or not _worth_splitting(value):
-            return _encode_any(value)
         return "[" + ", ".join([_encode(item, depth + 1) for item in value]) + "]"
     return _encode_any(value)
 
@@ -229,8 +221,9 @@ def _storable_json(record: SpanRecord) -> SpanJson | None:
         record.output,
         record.agent_name,
     )
-    if not all(_storable_field(value) for value in fields):
-        return None
+    for value in fields:
+        if not _storable_field(value):
+            return None
     try:
         texts = (
             _encode(record.resource_attributes),
