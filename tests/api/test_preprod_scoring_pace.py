@@ -101,6 +101,17 @@ async def _jobs_of(db: Database, run_id: str) -> dict[str, str]:
         return {job.kind: job.status for job in rows}
 
 
+async def _settled_jobs_of(db: Database, run_id: str, timeout_s: float = 10.0) -> dict[str, str]:
+    """`_jobs_of` once no job is still running: a job is marked done in its own write, just
+    after the handler that finished the run returns."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        jobs = await _jobs_of(db, run_id)
+        if "running" not in jobs.values() or time.monotonic() > deadline:
+            return jobs
+        await asyncio.sleep(0.02)
+
+
 async def _stored(db: Database, run_id: str) -> dict[str, dict[str, Any]]:
     """Per item: its row, its session's output and its scores by judge."""
     async with db.read() as s:
@@ -152,7 +163,7 @@ async def test_built_in_judges_score_each_answer_as_it_is_stored_with_no_scoring
     assert done["status"] == "completed", done
     assert done["counts"] == {"pending": 0, "captured": 0, "scored": len(ITEMS), "error": 0}
     # Scored by the push job itself: no scoring job was ever queued for this run.
-    assert await _jobs_of(db, done["id"]) == {"preprod.push": "done"}
+    assert await _settled_jobs_of(db, done["id"]) == {"preprod.push": "done"}
     pushed = await _stored(db, done["id"])
     for stored in pushed.values():
         item = stored["item"]
@@ -211,7 +222,7 @@ async def test_built_in_judges_score_each_answer_as_it_is_stored_with_no_scoring
         assert r.status_code == 200, r.text
     finished = await wait_for_run(client, admin_key, runner["id"])
     assert finished["status"] == "completed"
-    assert (await _jobs_of(db, runner["id"]))["preprod.score"] == "done"
+    assert (await _settled_jobs_of(db, runner["id"]))["preprod.score"] == "done"
     rescored = await _stored(db, runner["id"])
     for prompt, stored in pushed.items():
         other = rescored[prompt]
@@ -245,7 +256,7 @@ async def test_a_judge_that_cannot_score_one_answer_errors_that_item_only(
         "and this item has none)"
     )
     assert [by_input[i["input"]]["status"] for i in ITEMS[:3]] == ["scored"] * 3
-    assert await _jobs_of(db, done["id"]) == {"preprod.push": "done"}
+    assert await _settled_jobs_of(db, done["id"]) == {"preprod.push": "done"}
 
 
 async def test_a_judge_that_raises_on_an_answer_is_that_answers_unscored_verdict(
@@ -366,4 +377,4 @@ async def test_llm_judges_score_while_capture_goes_on_within_the_concurrency_lim
     assert slow.slow_answered_at is not None
     early = [prompt for at, prompt in judge.arrivals if at < slow.slow_answered_at]
     assert len(early) >= limit, judge.arrivals
-    assert await _jobs_of(db, done["id"]) == {"preprod.push": "done"}
+    assert await _settled_jobs_of(db, done["id"]) == {"preprod.push": "done"}
