@@ -14,8 +14,11 @@ from fractions import Fraction
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy.stats import binomtest
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.proportion import proportion_confint
 
-from neens.domain.stats import mean, proportion
+from neens.domain.stats import mcnemar_exact, mean, proportion, wilson_interval
 
 FINITE = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False)
 
@@ -77,3 +80,74 @@ def test_the_proportion_is_hits_over_total(counts: tuple[int, int]) -> None:
 def test_counts_that_cannot_describe_a_sample_are_refused(hits: int, total: int) -> None:
     with pytest.raises(ValueError, match="0 <= hits <= total"):
         proportion(hits, total)
+
+
+# --- Wilson interval and exact McNemar: checked against statsmodels and SciPy themselves ---------
+
+COUNTS = st.integers(min_value=1, max_value=2000).flatmap(
+    lambda n: st.tuples(st.integers(min_value=0, max_value=n), st.just(n))
+)
+
+
+@given(COUNTS)
+def test_the_wilson_interval_is_statsmodels_and_scipys(counts: tuple[int, int]) -> None:
+
+    hits, total = counts
+    result = wilson_interval(hits, total)
+    sm_low, sm_high = proportion_confint(hits, total, alpha=0.05, method="wilson")
+    scipy_ci = binomtest(hits, total).proportion_ci(confidence_level=0.95, method="wilson")
+
+    assert result is not None
+    assert result.low == pytest.approx(sm_low, rel=1e-12, abs=1e-15)
+    assert result.high == pytest.approx(sm_high, rel=1e-12, abs=1e-15)
+    assert result.low == pytest.approx(scipy_ci.low, rel=1e-9, abs=1e-12)
+    assert result.high == pytest.approx(scipy_ci.high, rel=1e-9, abs=1e-12)
+    assert 0.0 <= result.low <= hits / total <= result.high <= 1.0
+
+
+def test_the_wilson_interval_of_no_trial_is_no_data_not_an_interval_around_zero() -> None:
+    assert wilson_interval(0, 0) is None
+
+
+def test_the_wilson_interval_at_zero_hits_starts_exactly_at_zero() -> None:
+
+    raw_low, _ = proportion_confint(0, 1000, alpha=0.05, method="wilson")
+    result = wilson_interval(0, 1000)
+
+    assert raw_low != 0.0  # the library's floating point leaves ~2e-19
+    assert result is not None and result.low == 0.0
+
+
+@pytest.mark.parametrize(("hits", "total"), [(-1, 3), (4, 3), (0, -1)])
+def test_the_wilson_interval_refuses_counts_that_are_no_sample(hits: int, total: int) -> None:
+    with pytest.raises(ValueError):
+        wilson_interval(hits, total)
+
+
+@given(
+    st.integers(min_value=0, max_value=60),
+    st.integers(min_value=0, max_value=60),
+    st.integers(min_value=0, max_value=60),
+    st.integers(min_value=0, max_value=60),
+)
+def test_exact_mcnemar_is_the_binomial_test_on_the_discordant_items(
+    b: int, c: int, n11: int, n00: int
+) -> None:
+
+    p_value = mcnemar_exact(b, c, n11, n00)
+
+    assert p_value == mcnemar([[n11, b], [c, n00]], exact=True).pvalue
+    if b + c:
+        assert p_value == pytest.approx(binomtest(c, b + c, 0.5).pvalue, rel=1e-12)
+    else:
+        assert p_value == 1.0
+
+
+def test_exact_mcnemar_at_six_one_sided_pairs_is_the_first_significant_table() -> None:
+    assert mcnemar_exact(0, 5, 10, 10) == pytest.approx(0.0625)
+    assert mcnemar_exact(0, 6, 10, 10) == pytest.approx(0.03125)
+
+
+def test_exact_mcnemar_refuses_a_negative_cell() -> None:
+    with pytest.raises(ValueError):
+        mcnemar_exact(-1, 2, 3, 4)

@@ -7,12 +7,17 @@ cost, not a cost of 0) and so decide what "known" means; these functions decide 
 
 Sums use `math.fsum` (Shewchuk's exactly rounded summation), so a mean does not depend on the
 order of its values and many small costs do not lose their tail to rounding.
+
+Intervals and tests are not re-derived here: they wrap statsmodels (which checks itself against
+SciPy and R), imported on first use so that importing this module (the gate, the metrics) stays
+cheap; statsmodels and SciPy together take seconds to import.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import NamedTuple
 
 
 def mean(values: Iterable[float]) -> float | None:
@@ -34,3 +39,56 @@ def proportion(hits: int, total: int) -> float | None:
     if total < 0 or not 0 <= hits <= total:
         raise ValueError(f"a proportion needs 0 <= hits <= total, got {hits} of {total}")
     return hits / total if total else None
+
+
+class Interval(NamedTuple):
+    """A two-sided confidence interval, both ends inside [0, 1] for a proportion."""
+
+    low: float
+    high: float
+
+
+def wilson_interval(hits: int, total: int, *, confidence: float = 0.95) -> Interval | None:
+    """The Wilson score interval for k `hits` out of n `total` (Wilson 1927), or None when n = 0.
+
+    statsmodels' `proportion_confint(k, n, alpha=1 - confidence, method="wilson")`, identical to
+    SciPy's `binomtest(k, n).proportion_ci(confidence, method="wilson")`. With p̂ = k/n and
+    z = z₁₋α/₂ the centre is (p̂ + z²/2n)/(1 + z²/n) and the half-width
+    z/(1 + z²/n)·√(p̂(1−p̂)/n + z²/4n²); unlike the Wald interval it does not collapse at k = 0 or
+    k = n. At k = 0 the lower end is exactly 0 and at k = n the upper end exactly 1 (the library's
+floating point leaves about 2e-19 at k = 0); the ends are clamped to [0, 1].
+
+    n = 0 is no data: None, never an interval around 0% (statsmodels would return NaNs and warn;
+    SciPy raises). Trials must be independent: one per item, never an item's pooled repeats.
+    """
+    if total < 0 or not 0 <= hits <= total:
+        raise ValueError(f"an interval needs 0 <= hits <= total, got {hits} of {total}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1 exclusive, got {confidence}")
+    if total == 0:
+        return None
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(hits, total, alpha=1 - confidence, method="wilson")
+    return Interval(
+        0.0 if hits == 0 else min(max(float(low), 0.0), 1.0),
+        1.0 if hits == total else min(max(float(high), 0.0), 1.0),
+    )
+
+
+def mcnemar_exact(b: int, c: int, n11: int, n00: int) -> float:
+    """The two-sided p-value of the exact McNemar test on a paired 2×2 table (McNemar 1947).
+
+    Items judged by both sides: n11 both pass, b only the first (reference) side passes, c only
+    the second passes, n00 both fail. statsmodels'
+    `contingency_tables.mcnemar([[n11, b], [c, n00]], exact=True).pvalue`, which is
+    min(1, 2·Binom.cdf(min(b, c); b + c, ½)), the same as SciPy's `binomtest(c, b + c, 0.5)`.
+    Only the discordant cells b and c carry information; with none (b = c = 0) the two sides
+    agree on every item and the p-value is 1 (SciPy's binomtest would raise). The exact
+    conditional test is conservative (Fagerland, Lydersen & Laake 2013).
+    """
+    if min(b, c, n11, n00) < 0:
+        raise ValueError(f"a 2x2 table has no negative cell, got b={b} c={c} n11={n11} n00={n00}")
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    return float(mcnemar([[n11, b], [c, n00]], exact=True).pvalue)

@@ -1,0 +1,1013 @@
+"""The sweep decision: which arm to ship, at what bar, at what cost per case, per agent.
+
+`compare_sweep` turns a sweep's evidence (every captured answer of every arm's k runs over one
+frozen dataset version) into the numbers, the ranking and the one-sentence verdict that the API,
+the CLI, the MCP tools and the share page render. Nothing downstream re-derives any of them.
+
+Each rule exists because the alternative is a number that reads like a fact and is not:
+
+- **An item passes only when every scored repeat passed.** An item with passes and failures
+  among its scored repeats is *flaky*: counted in `flaky_items` and not a pass (it stays in n as
+  a failure). `n` is the items with at least one scored repeat; an item nothing scored is not in
+  n, and `rate` is None when n = 0: no data, never 0%.
+- **Intervals are over items.** The 95% Wilson interval (`neens.domain.stats.wilson_interval`)
+  is computed on passed items of n items, never on pooled repeats: the k answers to one prompt
+  are one cluster, not k trials.
+- **Unpriced is not free.** `cost_per_case_usd` is the mean cost over priced cases only
+  (`math.fsum`), None when no case is priced; `priced_cases` against `cases` says how much of the
+  arm it covers. A cost delta is None when either side is unknown, and its percentage also when
+  the baseline costs 0.
+- **The baseline is declared, never chosen after the fact.** It is the arm at the lowest
+  position (0: the first arm listed at create) unless `baseline_arm_id` names another. It is never
+  the best performer.
+- **Regressions and new passes.** A regression is an item the baseline passed on every one of
+  its k runs (scored on at least k distinct runs, every scored repeat passed) that this arm,
+  scored at least once, did not pass. An item this arm never captured or never scored is missing
+  evidence, not a regression. A new pass is the inverse: this arm passed it on all of its own k
+  runs, and the baseline, scored at least once, did not pass it.
+- **The paired test is a second line.** Exact McNemar on the items both this arm and the
+  baseline scored (`neens.domain.stats.mcnemar_exact`), labelled as such in its sentence; the
+  ranking and the verdict never use it. With no discordant item it reports p = 1 and
+  `discordant = 0`; with no item scored by both it is None (no data, not p = 1).
+- **Exclusion**, checked in this order: `not_terminal` (pending or running: never judged on the
+  runs it happens to have finished), `failed` (failed or cancelled), `not_pass_k` (`passed` is
+  not True: an arm green on 2 of 3 runs has not passed). Excluded arms are not ranked and cannot
+  be recommended; their own numbers are still reported.
+- **The bar is cleared on the lower bound** (Wilson low >= bar), **on the point estimate only**
+  (rate >= bar, Wilson low < bar: the verdict says so and asks for more golden items), or not.
+- **A void sweep names no winner.** `comparable=False`: outcome `unavailable`, an empty
+  leaderboard, no winner; each arm's own numbers (rate, n, interval, flaky items, cost, cases,
+  exclusion, bar clearance) are still computed, but every cross-arm number (cost delta,
+  regressions, new passes, McNemar, the not-distinguishable annotation) is None.
+
+The ranking orders the non-excluded arms by rate (highest first, no data last), then cost per
+case (cheapest first, unpriced last), then position. Its top arm with data is the *winner*; a
+ranked arm whose Wilson interval overlaps the winner's is annotated "not distinguishable". The
+overlap rule is a conservative heuristic, not a 5% test (stats-methods §2); arms without data
+are not annotated. The verdict recommends the *cheapest* arm that is not excluded and clears the
+bar (unpriced last: an unpriced arm is recommended only when no priced arm clears, and its
+sentence says its cost is unknown), ties by position. While any arm is not terminal there is no
+recommendation (`not_finished`).
+
+**Agents.** The same comparison is made per agent, on only that agent's items. An item belongs
+to the agent name its captured sessions report, across all arms; a session with no name (None or
+empty) does not vote. An item whose sessions name no agent, or name two different agents (exact,
+case-sensitive comparison: "Refund" and "refund" conflict), goes to *Unattributed*, never to a
+named agent: a conflict is a fact about the evidence, and picking a majority would move items
+(and a verdict) onto an agent that may never have run them. An agent that calls itself
+"Unattributed" stays a named agent (`agent_name` set); the Unattributed group has
+`agent_name=None`. An item no arm captured has no agent at all and belongs to no group (it is
+counted in `uncaptured_items`). Groups are ordered by name (case-insensitively, then exactly),
+Unattributed last, and it is listed only when it holds an item. pass^k, status and exclusion are
+each arm's own in every group.
+
+Speed: the API calls this over 6 arms × 3 runs × 10,000 items (180,000 repeats). An arm's
+repeats can be given as columns (`RepeatColumns.from_rows` on the rows of a SELECT), so no object
+is built per repeat; everything after that is numpy over arrays (per-repeat item and run codes,
+a verdict byte per item, bincounts per agent group), linear apart from sorting the (item, run)
+and (item, agent) pairs. The readable form, item id -> `Repeat`s, is turned into columns first.
+Costs are summed with `math.fsum` over Python floats, so the mean does not depend on the order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import repeat
+from operator import itemgetter
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from neens.domain.stats import Interval, mcnemar_exact, mean, proportion, wilson_interval
+from neens.domain.sweeps import ARM_TERMINAL, ArmStatus
+from neens.errors import Unprocessable
+
+__all__ = [
+    "DEFAULT_BAR",
+    "UNATTRIBUTED",
+    "AgentComparison",
+    "ArmComparison",
+    "ArmEvidence",
+    "Bar",
+    "BarSource",
+    "ClearsBar",
+    "Excluded",
+    "McNemar",
+    "Outcome",
+    "Repeat",
+    "RepeatColumns",
+    "SweepComparison",
+    "Verdict",
+    "compare_sweep",
+]
+
+DEFAULT_BAR = 0.9
+"""The pass-rate bar used when neither the query nor the sweep's pinned gate sets one: 90% of
+the items scored, each passed on every scored repeat."""
+
+UNATTRIBUTED = "Unattributed"
+"""The label of the group of items no single agent name can be given to."""
+
+BarSource = Literal["query", "gate", "default"]
+Excluded = Literal["not_terminal", "failed", "not_pass_k"]
+ClearsBar = Literal["lower_bound", "point", "no"]
+Outcome = Literal["unavailable", "not_finished", "recommended", "no_arm_clears"]
+
+
+# --- evidence -------------------------------------------------------------------------------------
+
+
+class Repeat(NamedTuple):
+    """One captured answer to one item by one child run: one session."""
+
+    run_id: str
+    session_id: str
+    scored: bool
+    """The item has a verdict from this run."""
+    passed: bool | None
+    """The verdict; None unless scored (a scored repeat without one is a ValueError)."""
+    score: float | None
+    cost_usd: float | None
+    """None when the session is unpriced: unknown, never 0."""
+    agent_name: str | None
+    """The agent name the session itself reported; None when it reported none."""
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatColumns:
+    """An arm's repeats as parallel columns, one entry per captured answer (session).
+
+    The fast form of `ArmEvidence.repeats`: the columns of a SELECT (`from_rows`), with no
+    object per repeat. Absent values are None: `passed` None unless scored, `cost_usd` None when
+    unpriced (NaN reads as unpriced too), `agent_name` None (or empty) when none was reported.
+    """
+
+    item_id: Sequence[str]
+    run_id: Sequence[str]
+    scored: Sequence[bool]
+    passed: Sequence[bool | None]
+    cost_usd: Sequence[float | None]
+    agent_name: Sequence[str | None]
+
+    def __post_init__(self) -> None:
+        lengths = {len(column) for column in self._columns()}
+        if len(lengths) > 1:
+            raise ValueError(f"the repeat columns differ in length: {sorted(lengths)}")
+
+    def _columns(self) -> tuple[Sequence[object], ...]:
+        return (
+            self.item_id,
+            self.run_id,
+            self.scored,
+            self.passed,
+            self.cost_usd,
+            self.agent_name,
+        )
+
+    def __len__(self) -> int:
+        return len(self.item_id)
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Sequence[Any]]) -> RepeatColumns:
+        """From rows of (item_id, run_id, scored, passed, cost_usd, agent_name), in that order:
+        the rows of a SELECT of those six columns, one per captured session."""
+        table = rows if isinstance(rows, Sequence) else list(rows)
+        if not table:
+            return cls((), (), (), (), (), ())
+        if len(table[0]) != 6:
+            raise ValueError(
+                "a repeat row is (item_id, run_id, scored, passed, cost_usd, agent_name), "
+                f"got {len(table[0])} columns"
+            )
+        item_id, run_id, scored, passed, cost_usd, agent_name = (
+            list(map(itemgetter(column), table)) for column in range(6)
+        )
+        return cls(item_id, run_id, scored, passed, cost_usd, agent_name)
+
+    @classmethod
+    def of(cls, repeats: Mapping[str, Sequence[Repeat]]) -> RepeatColumns:
+        """From the readable form: item id -> its repeats."""
+        item_ids: list[str] = []
+        flat: list[Repeat] = []
+        for item_id, reps in repeats.items():
+            item_ids.extend(repeat(item_id, len(reps)))
+            flat.extend(reps)
+        if not flat:
+            return cls((), (), (), (), (), ())
+        run_id, _session_id, scored, passed, _score, cost_usd, agent_name = zip(*flat, strict=True)
+        return cls(item_ids, run_id, scored, passed, cost_usd, agent_name)
+
+
+@dataclass(frozen=True, slots=True)
+class ArmEvidence:
+    """One arm of the sweep as rolled up, with every answer its runs captured."""
+
+    id: str
+    label: str
+    position: int
+    status: ArmStatus
+    passed: bool | None
+    """pass^k from the sweep roll-up: True only when all k runs finished green."""
+    runs: int
+    """k."""
+    repeats: Mapping[str, Sequence[Repeat]] | RepeatColumns
+    """Item id -> the repeats captured for it (items never captured are absent), or the same
+    repeats as columns."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """The pass-rate bar an arm has to clear, and where it came from (always said)."""
+
+    value: float
+    source: BarSource
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.value <= 1.0:
+            raise Unprocessable(
+                f"the bar is a pass rate between 0 and 1 (0.9 is 90%), got {self.value}",
+                field="bar",
+            )
+
+
+# --- results --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class McNemar:
+    """Exact McNemar of this arm against the baseline on the items both scored: a second,
+    labelled line next to the overlap annotation, never the ranking rule."""
+
+    b: int
+    """Items the baseline passed and this arm did not."""
+    c: int
+    """Items this arm passed and the baseline did not."""
+    n11: int
+    """Items both passed."""
+    n00: int
+    """Items neither passed."""
+    discordant: int
+    """b + c; 0 means the two agree on every shared item (and the p-value is 1)."""
+    shared_items: int
+    """Items scored in both arms: n11 + b + c + n00."""
+    p_value: float
+    sentence: str
+
+
+@dataclass(frozen=True, slots=True)
+class ArmComparison:
+    """One arm, over the items of its group (the whole sweep, or one agent's items)."""
+
+    arm_id: str
+    label: str
+    position: int
+    status: ArmStatus
+    passed: bool | None
+    """pass^k as the sweep rolled it up (the arm's own in every group)."""
+    runs: int
+    is_baseline: bool
+    n: int
+    """Items with at least one scored repeat."""
+    passed_items: int
+    """Items every scored repeat of which passed."""
+    flaky_items: int
+    """Items with both passed and failed scored repeats: in n, not passes."""
+    rate: float | None
+    """passed_items / n; None when n = 0 (no data, never 0%)."""
+    wilson_low: float | None
+    wilson_high: float | None
+    """The 95% Wilson interval over items; None when n = 0."""
+    cases: int
+    """Captured repeats (sessions)."""
+    priced_cases: int
+    cost_per_case_usd: float | None
+    """Mean cost over the priced cases; None when none is priced (unpriced, never free)."""
+    cost_delta_usd: float | None
+    """This arm's cost per case minus the baseline's; None when either is unknown or void."""
+    cost_delta_pct: float | None
+    """The delta in percent of the baseline's cost (-84.0 is 84% cheaper); None also when the
+    baseline costs 0."""
+    regressions: int | None
+    """Items the baseline passed on all its k runs and this arm, scored, did not pass; None
+    when the sweep is void."""
+    new_passes: int | None
+    mcnemar: McNemar | None
+    """None for the baseline, on a void sweep, and when no item was scored by both."""
+    excluded: Excluded | None
+    clears_bar: ClearsBar
+    rank: int | None
+    """1-based place on the leaderboard; None when not ranked (excluded, or void)."""
+    not_distinguishable_from_winner: bool
+    not_distinguishable: str | None
+    """The annotation, e.g. "not distinguishable from sonnet at n=40"; None when it does not
+    apply."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    outcome: Outcome
+    recommended_arm_id: str | None
+    recommended_label: str | None
+    cost_per_case_usd: float | None
+    """The recommended arm's; None when it is unpriced (or nothing is recommended)."""
+    savings_usd: float | None
+    """Baseline cost per case minus the recommended arm's (positive: cheaper); None unknown."""
+    savings_pct: float | None
+    """savings_usd in percent of the baseline's cost; None unknown or when the baseline costs 0."""
+    clears_on: Literal["lower_bound", "point"] | None
+    sentence: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentComparison:
+    """The comparison restricted to the items of one agent (or of Unattributed)."""
+
+    agent_name: str | None
+    """The name the sessions reported; None for Unattributed."""
+    label: str
+    items: int
+    """Dataset items in this group."""
+    unnamed_items: int
+    """Unattributed only: items captured whose sessions reported no agent name."""
+    conflicting_items: int
+    """Unattributed only: items whose sessions reported different agent names."""
+    arms: tuple[ArmComparison, ...]
+    leaderboard: tuple[str, ...]
+    winner_arm_id: str | None
+    verdict: Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class SweepComparison:
+    comparable: bool
+    void_reason: str | None
+    bar: Bar
+    baseline_arm_id: str
+    item_count: int
+    """Frozen items of the dataset version."""
+    uncaptured_items: int
+    """Items no arm captured: they are in no n and no agent group."""
+    arms: tuple[ArmComparison, ...]
+    """In position order."""
+    leaderboard: tuple[str, ...]
+    """Arm ids, best first; empty when not comparable."""
+    winner_arm_id: str | None
+    verdict: Verdict
+    agents: tuple[AgentComparison, ...]
+
+
+# --- the computation ------------------------------------------------------------------------------
+
+# Item verdicts, one byte per item and arm.
+_UNSCORED, _PASS, _PASS_ALL_K, _FAIL, _FLAKY = 0, 1, 2, 3, 4
+
+_Ints = npt.NDArray[np.intp]
+_Floats = npt.NDArray[np.float64]
+_Bools = npt.NDArray[np.bool_]
+
+
+@dataclass(slots=True)
+class _Counts:
+    """An arm's raw counts over one group of items."""
+
+    n: int = 0
+    passed: int = 0
+    flaky: int = 0
+    cases: int = 0
+    costs: list[float] = field(default_factory=list)
+    regressions: int = 0
+    new_passes: int = 0
+    b: int = 0
+    c: int = 0
+    n11: int = 0
+    n00: int = 0
+
+
+def compare_sweep(
+    arms: Sequence[ArmEvidence],
+    item_ids: Sequence[str],
+    *,
+    comparable: bool,
+    void_reason: str | None,
+    bar: Bar,
+    baseline_arm_id: str | None,
+) -> SweepComparison:
+    """The comparison of a sweep's arms, overall and per agent (see the module docstring).
+
+    Unprocessable (422, field `baselineArm`) when `baseline_arm_id` names no arm of the sweep;
+    ValueError when the evidence contradicts itself (no arm, duplicate arm ids, positions or
+    items, repeats for items outside `item_ids`, a scored repeat with no verdict).
+    """
+    if not arms:
+        raise ValueError("a sweep comparison needs at least one arm")
+    ordered = sorted(arms, key=lambda arm: arm.position)
+    if len({arm.id for arm in ordered}) != len(ordered):
+        raise ValueError("two arms share an id")
+    if len({arm.position for arm in ordered}) != len(ordered):
+        raise ValueError("two arms share a position")
+    if baseline_arm_id is None:
+        base = 0
+    else:
+        found = [i for i, arm in enumerate(ordered) if arm.id == baseline_arm_id]
+        if not found:
+            raise Unprocessable(
+                f"baselineArm {baseline_arm_id!r} is not an arm of this sweep; "
+                f"use one of {', '.join(arm.id for arm in ordered)}",
+                field="baselineArm",
+            )
+        base = found[0]
+
+    index = {item_id: i for i, item_id in enumerate(item_ids)}
+    if len(index) != len(item_ids):
+        raise ValueError("item_ids lists an item twice")
+    evidence = [_Evidence.of(arm, index) for arm in ordered]
+    attribution = _attribute(evidence, len(item_ids))
+    groups = len(attribution.names) + 2  # the named agents, Unattributed, never captured
+    per_group = _count(evidence, base, attribution.group, groups)
+
+    overall = [_sum_counts(counts) for counts in per_group]
+    arms_out, leaderboard, winner, verdict = _judge(
+        ordered, overall, base, comparable=comparable, void_reason=void_reason, bar=bar, scope=None
+    )
+
+    agents: list[AgentComparison] = []
+    labels: list[tuple[str | None, str]] = [(name, name) for name in attribution.names]
+    labels.append((None, UNATTRIBUTED))
+    for g, (agent_name, label) in enumerate(labels):
+        items = attribution.items[g]
+        if items == 0:
+            continue
+        group_arms, group_board, group_winner, group_verdict = _judge(
+            ordered,
+            [counts[g] for counts in per_group],
+            base,
+            comparable=comparable,
+            void_reason=void_reason,
+            bar=bar,
+            scope=label,
+        )
+        agents.append(
+            AgentComparison(
+                agent_name=agent_name,
+                label=label,
+                items=items,
+                unnamed_items=attribution.unnamed if agent_name is None else 0,
+                conflicting_items=attribution.conflicting if agent_name is None else 0,
+                arms=group_arms,
+                leaderboard=group_board,
+                winner_arm_id=group_winner,
+                verdict=group_verdict,
+            )
+        )
+
+    return SweepComparison(
+        comparable=comparable,
+        void_reason=void_reason,
+        bar=bar,
+        baseline_arm_id=ordered[base].id,
+        item_count=len(item_ids),
+        uncaptured_items=attribution.items[-1],
+        arms=arms_out,
+        leaderboard=leaderboard,
+        winner_arm_id=winner,
+        verdict=verdict,
+        agents=tuple(agents),
+    )
+
+
+# --- one arm's evidence, as arrays ----------------------------------------------------------------
+
+
+def _codes(values: Sequence[str], lookup: Mapping[str, int]) -> _Ints:
+    return np.fromiter(map(lookup.__getitem__, values), dtype=np.intp, count=len(values))
+
+
+@dataclass(slots=True)
+class _Evidence:
+    arm: ArmEvidence
+    columns: RepeatColumns
+    item: _Ints
+    """Per repeat: the item's position in item_ids."""
+    verdicts: npt.NDArray[np.uint8]
+    """Per item: _UNSCORED, _PASS, _PASS_ALL_K, _FAIL or _FLAKY."""
+    cost: _Floats
+    """Per repeat: the cost, NaN when unpriced."""
+
+    @classmethod
+    def of(cls, arm: ArmEvidence, index: Mapping[str, int]) -> _Evidence:
+        columns = arm.repeats
+        if not isinstance(columns, RepeatColumns):
+            columns = RepeatColumns.of(columns)
+        try:
+            item = _codes(columns.item_id, index)
+        except KeyError as error:
+            raise ValueError(
+                f"arm {arm.id} has repeats of an item not in item_ids: {error}"
+            ) from None
+        scored = np.asarray(columns.scored, dtype=np.bool_)
+        passed = np.asarray(columns.passed, dtype=np.float64)
+        unjudged = scored & np.isnan(passed)
+        if unjudged.any():
+            where = int(np.flatnonzero(unjudged)[0])
+            raise ValueError(
+                f"arm {arm.id}, item {columns.item_id[where]}: a scored repeat has no verdict "
+                "(passed is None)"
+            )
+        size = len(index)
+        scored_item = item[scored]
+        scored_n = np.bincount(scored_item, minlength=size)
+        hits_n = np.bincount(item[scored & (passed == 1.0)], minlength=size)
+        # "Passed on every one of its k runs" counts distinct runs, not repeats: an item x run
+        # table (the arm has about k runs, so it stays small).
+        runs = {run_id: code for code, run_id in enumerate(dict.fromkeys(columns.run_id))}
+        width = max(len(runs), 1)
+        seen = np.zeros(size * width, dtype=np.bool_)
+        seen[scored_item * width + _codes(columns.run_id, runs)[scored]] = True
+        runs_n = seen.reshape(size, width).sum(axis=1)
+
+        verdicts = np.zeros(size, dtype=np.uint8)
+        is_scored = scored_n > 0
+        all_passed = is_scored & (hits_n == scored_n)
+        verdicts[is_scored] = _FAIL
+        verdicts[is_scored & (hits_n > 0) & ~all_passed] = _FLAKY
+        verdicts[all_passed] = _PASS
+        verdicts[all_passed & (runs_n >= arm.runs)] = _PASS_ALL_K
+        cost = np.asarray(columns.cost_usd, dtype=np.float64)
+        return cls(arm, columns, item, verdicts, cost)
+
+
+# --- agents ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Attribution:
+    names: list[str]
+    """Named agents in display order: group g < len(names) is names[g]; then Unattributed,
+    then the items no arm captured."""
+    group: _Ints
+    """Per item: its group."""
+    items: list[int]
+    """Items per group."""
+    unnamed: int
+    conflicting: int
+
+
+def _attribute(evidence: Sequence[_Evidence], size: int) -> _Attribution:
+    """Each item's agent: the one name its sessions report across all arms (see the module
+    docstring for no name and conflicting names)."""
+    lookup: dict[str, int] = {}
+    captured = np.zeros(size, dtype=np.bool_)
+    named: list[tuple[_Ints, _Ints]] = []
+    for arm in evidence:
+        captured[arm.item] = True
+        column = arm.columns.agent_name
+        local: dict[str | None, int] = {}
+        for name in dict.fromkeys(column):
+            local[name] = lookup.setdefault(name, len(lookup)) if name else -1
+        code = np.fromiter(map(local.__getitem__, column), dtype=np.intp, count=len(column))
+        has_name = code >= 0
+        named.append((arm.item[has_name], code[has_name]))
+    # Per item, the lowest and the highest name code its sessions reported: equal when they
+    # agree, different when they conflict, and still at their initial values when none did.
+    voter = np.concatenate([item for item, _ in named])
+    vote = np.concatenate([code for _, code in named])
+    lowest = np.full(size, len(lookup), dtype=np.intp)
+    highest = np.full(size, -1, dtype=np.intp)
+    np.minimum.at(lowest, voter, vote)
+    np.maximum.at(highest, voter, vote)
+    voted = highest >= 0
+    conflict = voted & (lowest != highest)
+    name_of = np.where(voted & ~conflict, lowest, -1)
+
+    holds_items = np.bincount(name_of[voted & ~conflict], minlength=len(lookup)) > 0
+    used = [name for name, code in lookup.items() if holds_items[code]]
+    names = sorted(used, key=lambda name: (name.casefold(), name))
+    regroup = np.full(max(len(lookup), 1), len(names), dtype=np.intp)
+    for g, name in enumerate(names):
+        regroup[lookup[name]] = g
+    group = np.where(name_of >= 0, regroup[np.maximum(name_of, 0)], len(names))
+    group[~captured] = len(names) + 1
+    items: list[int] = np.bincount(group, minlength=len(names) + 2).tolist()
+    conflicting = int(np.count_nonzero(conflict))
+    return _Attribution(
+        names=names,
+        group=group,
+        items=items,
+        unnamed=items[len(names)] - conflicting,
+        conflicting=conflicting,
+    )
+
+
+# --- counts per arm and group ---------------------------------------------------------------------
+
+
+def _count(
+    evidence: Sequence[_Evidence], base: int, group: _Ints, groups: int
+) -> list[list[_Counts]]:
+    """Per arm, per group: the arm's own counts and its cross-tabulation with the baseline."""
+
+    def count(mask: _Bools) -> list[int]:
+        counted: list[int] = np.bincount(group[mask], minlength=groups).tolist()
+        return counted
+
+    baseline = evidence[base].verdicts
+    base_scored = baseline != _UNSCORED
+    base_pass = (baseline == _PASS) | (baseline == _PASS_ALL_K)
+    base_all_k = baseline == _PASS_ALL_K
+    base_failed = base_scored & ~base_pass
+    out: list[list[_Counts]] = []
+    for j, arm in enumerate(evidence):
+        verdicts = arm.verdicts
+        scored = verdicts != _UNSCORED
+        passed = (verdicts == _PASS) | (verdicts == _PASS_ALL_K)
+        failed = scored & ~passed
+        n, hits, flaky = count(scored), count(passed), count(verdicts == _FLAKY)
+        if j == base:
+            regressions = new_passes = b = c = n11 = n00 = [0] * groups
+        else:
+            regressions = count(base_all_k & failed)
+            new_passes = count((verdicts == _PASS_ALL_K) & base_failed)
+            b, c = count(base_pass & failed), count(base_failed & passed)
+            n11, n00 = count(base_pass & passed), count(base_failed & failed)
+        repeat_group = group[arm.item]
+        cases: list[int] = np.bincount(repeat_group, minlength=groups).tolist()
+        costs = _costs_by_group(arm.cost, repeat_group, groups)
+        out.append(
+            [
+                _Counts(
+                    n=n[g],
+                    passed=hits[g],
+                    flaky=flaky[g],
+                    cases=cases[g],
+                    costs=costs[g],
+                    regressions=regressions[g],
+                    new_passes=new_passes[g],
+                    b=b[g],
+                    c=c[g],
+                    n11=n11[g],
+                    n00=n00[g],
+                )
+                for g in range(groups)
+            ]
+        )
+    return out
+
+
+def _costs_by_group(cost: _Floats, repeat_group: _Ints, groups: int) -> list[list[float]]:
+    """The priced costs of each group, as floats for an exactly rounded sum."""
+    priced = ~np.isnan(cost)
+    values, owner = cost[priced], repeat_group[priced]
+    order = np.argsort(owner, kind="stable")
+    bounds = np.cumsum(np.bincount(owner, minlength=groups))[:-1]
+    return [part.tolist() for part in np.split(values[order], bounds)]
+
+
+def _sum_counts(counts: Sequence[_Counts]) -> _Counts:
+    costs: list[float] = []
+    for part in counts:
+        costs.extend(part.costs)
+    return _Counts(
+        n=sum(part.n for part in counts),
+        passed=sum(part.passed for part in counts),
+        flaky=sum(part.flaky for part in counts),
+        cases=sum(part.cases for part in counts),
+        costs=costs,
+        regressions=sum(part.regressions for part in counts),
+        new_passes=sum(part.new_passes for part in counts),
+        b=sum(part.b for part in counts),
+        c=sum(part.c for part in counts),
+        n11=sum(part.n11 for part in counts),
+        n00=sum(part.n00 for part in counts),
+    )
+
+
+# --- numbers, ranking and verdict of one group ----------------------------------------------------
+
+
+def _excluded(arm: ArmEvidence) -> Excluded | None:
+    if arm.status not in ARM_TERMINAL:
+        return "not_terminal"
+    if arm.status != "completed":
+        return "failed"
+    if arm.passed is not True:
+        return "not_pass_k"
+    return None
+
+
+def _judge(
+    arms: Sequence[ArmEvidence],
+    counts: Sequence[_Counts],
+    base: int,
+    *,
+    comparable: bool,
+    void_reason: str | None,
+    bar: Bar,
+    scope: str | None,
+) -> tuple[tuple[ArmComparison, ...], tuple[str, ...], str | None, Verdict]:
+    """The arms of one group (the sweep, or one agent's items), their ranking and verdict."""
+    rates: list[float | None] = []
+    intervals: list[Interval | None] = []
+    costs: list[float | None] = []
+    for part in counts:
+        rates.append(proportion(part.passed, part.n))
+        intervals.append(wilson_interval(part.passed, part.n))
+        costs.append(mean(part.costs))
+    excluded = [_excluded(arm) for arm in arms]
+    clears = [
+        _clears(rate, interval, bar.value) for rate, interval in zip(rates, intervals, strict=True)
+    ]
+
+    ranked: list[int] = []
+    if comparable:
+        ranked = sorted(
+            (j for j in range(len(arms)) if excluded[j] is None),
+            key=lambda j: (
+                rates[j] is None,
+                -(rates[j] or 0.0),
+                costs[j] is None,
+                costs[j] or 0.0,
+                arms[j].position,
+            ),
+        )
+    winner = ranked[0] if ranked and rates[ranked[0]] is not None else None
+    rank = {j: place for place, j in enumerate(ranked, start=1)}
+
+    out: list[ArmComparison] = []
+    base_cost = costs[base]
+    for j, (arm, part) in enumerate(zip(arms, counts, strict=True)):
+        interval = intervals[j]
+        cross = comparable
+        delta_usd = delta_pct = None
+        if cross and costs[j] is not None and base_cost is not None:
+            delta_usd = costs[j] - base_cost  # type: ignore[operator]
+            delta_pct = delta_usd / base_cost * 100 if base_cost else None
+        close = (
+            winner is not None
+            and j != winner
+            and j in rank
+            and interval is not None
+            and _overlap(interval, intervals[winner])
+        )
+        out.append(
+            ArmComparison(
+                arm_id=arm.id,
+                label=arm.label,
+                position=arm.position,
+                status=arm.status,
+                passed=arm.passed,
+                runs=arm.runs,
+                is_baseline=j == base,
+                n=part.n,
+                passed_items=part.passed,
+                flaky_items=part.flaky,
+                rate=rates[j],
+                wilson_low=interval.low if interval else None,
+                wilson_high=interval.high if interval else None,
+                cases=part.cases,
+                priced_cases=len(part.costs),
+                cost_per_case_usd=costs[j],
+                cost_delta_usd=delta_usd,
+                cost_delta_pct=delta_pct,
+                regressions=part.regressions if cross else None,
+                new_passes=part.new_passes if cross else None,
+                mcnemar=_mcnemar(arm, arms[base], part) if cross and j != base else None,
+                excluded=excluded[j],
+                clears_bar=clears[j],
+                rank=rank.get(j),
+                not_distinguishable_from_winner=close,
+                not_distinguishable=(
+                    _not_distinguishable(part.n, arms[winner].label, counts[winner].n)  # type: ignore[index]
+                    if close
+                    else None
+                ),
+            )
+        )
+    verdict = _verdict(out, base, comparable=comparable, void_reason=void_reason, bar=bar)
+    if scope is not None:
+        verdict = _scoped(verdict, scope)
+    return (
+        tuple(out),
+        tuple(arms[j].id for j in ranked),
+        arms[winner].id if winner is not None else None,
+        verdict,
+    )
+
+
+def _clears(rate: float | None, interval: Interval | None, bar: float) -> ClearsBar:
+    if rate is None or interval is None or rate < bar:
+        return "no"
+    return "lower_bound" if interval.low >= bar else "point"
+
+
+def _overlap(one: Interval, other: Interval | None) -> bool:
+    return other is not None and one.low <= other.high and other.low <= one.high
+
+
+def _not_distinguishable(n: int, winner: str, winner_n: int) -> str:
+    at = f"n={n}" if n == winner_n else f"n={n} against n={winner_n}"
+    return f"not distinguishable from {winner} at {at}"
+
+
+def _mcnemar(arm: ArmEvidence, baseline: ArmEvidence, part: _Counts) -> McNemar | None:
+    shared = part.n11 + part.b + part.c + part.n00
+    if shared == 0:
+        return None
+    p_value = mcnemar_exact(part.b, part.c, part.n11, part.n00)
+    discordant = part.b + part.c
+    lead = (
+        f"Paired check (exact McNemar, not the ranking rule) against {baseline.label}, "
+        f"the baseline, on the {shared} items both scored: "
+    )
+    if discordant == 0:
+        body = "they agree on every one (no discordant item), p = 1."
+    else:
+        body = (
+            f"{part.b} passed only by {baseline.label}, {part.c} only by {arm.label}, "
+            f"p = {_p(p_value)}."
+        )
+    return McNemar(
+        b=part.b,
+        c=part.c,
+        n11=part.n11,
+        n00=part.n00,
+        discordant=discordant,
+        shared_items=shared,
+        p_value=p_value,
+        sentence=lead + body,
+    )
+
+
+# --- the verdict ----------------------------------------------------------------------------------
+
+
+def _verdict(
+    arms: Sequence[ArmComparison],
+    base: int,
+    *,
+    comparable: bool,
+    void_reason: str | None,
+    bar: Bar,
+) -> Verdict:
+    if not comparable:
+        return _no_recommendation(
+            "unavailable",
+            "The sweep is void, so no arm is ranked or recommended: "
+            f"{void_reason or 'no reason was recorded'}.",
+        )
+    running = [arm for arm in arms if arm.excluded == "not_terminal"]
+    if running:
+        names = _join([f"{arm.label} ({arm.status})" for arm in running])
+        verb = "has" if len(running) == 1 else "have"
+        return _no_recommendation(
+            "not_finished", f"No recommendation yet: {names} {verb} not finished."
+        )
+    candidates = [arm for arm in arms if arm.excluded is None and arm.clears_bar != "no"]
+    if not candidates:
+        return _no_recommendation("no_arm_clears", _none_clears(arms, bar.value))
+    chosen = min(
+        candidates,
+        key=lambda arm: (
+            arm.cost_per_case_usd is None,
+            arm.cost_per_case_usd or 0.0,
+            arm.position,
+        ),
+    )
+    baseline = arms[base]
+    savings_usd = savings_pct = None
+    if chosen.cost_delta_usd is not None:
+        savings_usd = -chosen.cost_delta_usd
+        savings_pct = -chosen.cost_delta_pct if chosen.cost_delta_pct is not None else None
+    clears_on: Literal["lower_bound", "point"] = (
+        "lower_bound" if chosen.clears_bar == "lower_bound" else "point"
+    )
+    return Verdict(
+        outcome="recommended",
+        recommended_arm_id=chosen.arm_id,
+        recommended_label=chosen.label,
+        cost_per_case_usd=chosen.cost_per_case_usd,
+        savings_usd=savings_usd,
+        savings_pct=savings_pct,
+        clears_on=clears_on,
+        sentence=_recommendation(chosen, baseline, bar.value),
+    )
+
+
+def _no_recommendation(outcome: Outcome, sentence: str) -> Verdict:
+    return Verdict(
+        outcome=outcome,
+        recommended_arm_id=None,
+        recommended_label=None,
+        cost_per_case_usd=None,
+        savings_usd=None,
+        savings_pct=None,
+        clears_on=None,
+        sentence=sentence,
+    )
+
+
+def _scoped(verdict: Verdict, scope: str) -> Verdict:
+    return replace(verdict, sentence=f"{scope}: {verdict.sentence}")
+
+
+def _recommendation(arm: ArmComparison, baseline: ArmComparison, bar: float) -> str:
+    assert arm.rate is not None and arm.wilson_low is not None  # a candidate clears the bar
+    shown_bar = _bar(bar)
+    if arm.clears_bar == "lower_bound":
+        quality = (
+            f"{arm.label} clears the {shown_bar} bar on the lower bound "
+            f"({_pct(arm.rate, bar)}, n={arm.n}; 95% lower bound {_pct(arm.wilson_low, bar)})"
+        )
+    else:
+        quality = (
+            f"{arm.label} clears the {shown_bar} bar on the point estimate "
+            f"({_pct(arm.rate, bar)}, n={arm.n}) but not on the lower bound "
+            f"({_pct(arm.wilson_low, bar)}): add golden items to be sure"
+        )
+    return f"{quality}; {_cost_clause(arm, baseline)}."
+
+
+def _cost_clause(arm: ArmComparison, baseline: ArmComparison) -> str:
+    base = f"{baseline.label} (the baseline)"
+    if arm.cost_per_case_usd is None:
+        return (
+            f"its cost per case is unknown (none of its {arm.cases} cases is priced), so what it "
+            f"saves against {base} is unknown; no priced arm clears the bar"
+        )
+    coverage = (
+        f" (priced on {arm.priced_cases} of {arm.cases} cases)"
+        if arm.priced_cases < arm.cases
+        else ""
+    )
+    costs = f"it costs {_usd(arm.cost_per_case_usd)} a case{coverage}"
+    if arm.is_baseline:
+        return f"{costs}, and it is the baseline"
+    if baseline.cost_per_case_usd is None:
+        return f"{costs}; {base} is unpriced, so what it saves is unknown"
+    delta, pct = arm.cost_delta_usd, arm.cost_delta_pct
+    assert delta is not None
+    if delta == 0:
+        return f"{costs}, the same as {base}"
+    direction = "less" if delta < 0 else "more"
+    if pct is None:  # the baseline costs 0
+        return f"{costs}, {_usd(abs(delta))} {direction} than {base}"
+    return f"{costs}, {_number(abs(pct))}% {direction} than {base}"
+
+
+def _none_clears(arms: Sequence[ArmComparison], bar: float) -> str:
+    reasons = []
+    for arm in arms:
+        if arm.excluded == "failed":
+            reasons.append(f"{arm.label} {arm.status}")
+        elif arm.excluded == "not_pass_k":
+            reasons.append(
+                f"{arm.label} is excluded, not green on all {arm.runs} of its runs (pass^k)"
+            )
+        elif arm.rate is None:
+            reasons.append(f"{arm.label} has no scored item")
+        else:
+            reasons.append(f"{arm.label} is below it ({_pct(arm.rate, bar)}, n={arm.n})")
+    return f"No arm clears the {_bar(bar)} bar: {_join(reasons)}."
+
+
+# --- wording --------------------------------------------------------------------------------------
+
+
+def _join(parts: Sequence[str]) -> str:
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _bar(bar: float) -> str:
+    return f"{_number(bar * 100)}%"
+
+
+def _number(value: float) -> str:
+    """A percentage with no trailing zeros: 90, 92.5, 84."""
+    text = f"{value:.1f}".rstrip("0").rstrip(".")
+    return text if text != "-0" else "0"
+
+
+def _pct(value: float, bar: float) -> str:
+    """A rate in whole percent, with decimals only where rounding would make a rate on one side
+    of the bar read as the bar itself (89.6% is not "90%" against a 90% bar)."""
+    for digits in range(4):
+        shown, shown_bar = f"{value * 100:.{digits}f}", f"{bar * 100:.{digits}f}"
+        if value == bar or shown != shown_bar:
+            return f"{shown}%"
+    return f"{value * 100}%"
+
+
+def _usd(value: float) -> str:
+    """Two significant digits below a dollar ($0.0021), cents above ($1.50)."""
+    if value >= 1 or value == 0:
+        return f"${value:,.2f}"
+    decimals = max(2, 1 - math.floor(math.log10(value)))
+    return f"${value:.{decimals}f}"
+
+
+def _p(value: float) -> str:
+    return "< 0.001" if value < 0.001 else f"{value:.2g}"
