@@ -60,6 +60,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/sessions/{session_id}"): Case(404),
     ("GET", "/model-sweeps/{sweep_id}"): Case(404),
     ("POST", "/model-sweeps/{sweep_id}/cancel"): Case(404),
+    ("GET", "/model-sweeps/{sweep_id}/comparison"): Case(404),
 }
 
 QUERY_CASES: list[tuple[str, dict[str, str]]] = [

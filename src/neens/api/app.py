@@ -37,6 +37,7 @@ from neens.api.routers import (
     pricing,
     scores,
     sessions,
+    sweep_decisions,
     traces,
 )
 from neens.domain.pricing import load_price_table
@@ -61,6 +62,7 @@ ROUTERS = (
     preprod_review,
     preprod_compare,
     model_sweeps,
+    sweep_decisions,
     scores,
     insights,
     notification_sinks,

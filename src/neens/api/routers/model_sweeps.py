@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from fastapi import APIRouter, Query
-from starlette.convertors import Convertor, register_url_convertor
 
+from neens.api import paths  # noqa: F401  (the `sweep_id` path convertor)
 from neens.api.deps import AnyKey, DbDep, SettingsDep, WorkerDep
 from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.sweeps import (
@@ -23,22 +23,6 @@ from neens.domain.sweep_cost import usd_for_wire
 from neens.errors import Unprocessable
 from neens.store.sweeps import NewArm, NewSweep
 from neens.views import sweeps as views
-
-
-class _SweepId(Convertor[str]):
-    """A sweep id in a path: `msw-…`. So `/model-sweeps/preview` is only the preview route, and
-    `GET /model-sweeps/preview` is no route at all rather than a lookup of a sweep "preview"."""
-
-    regex = "msw-[^/]*"
-
-    def convert(self, value: str) -> str:
-        return value
-
-    def to_string(self, value: str) -> str:
-        return value
-
-
-register_url_convertor("sweep_id", _SweepId())
 
 router = APIRouter(prefix="/model-sweeps", tags=["model-sweeps"])
 
