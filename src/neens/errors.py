@@ -8,6 +8,8 @@
     ├── NotFound               404: no such resource in the caller's project (never "elsewhere")
     ├── Conflict               409: the resource exists already, or its state forbids the change
     │   └── RunTransitionRefused      a run status change its lifecycle does not allow
+    ├── Gone                   410: the resource existed and is no longer served (an expired or
+    │                               revoked share link)
     ├── PayloadTooLarge        413: a body over the documented cap
     └── UnsupportedMediaType   415: a content type the route does not read
 
@@ -81,6 +83,13 @@ class RunTransitionRefused(Conflict):
         super().__init__(message)
         self.current = current
         self.to = to
+
+
+class Gone(NeensError):
+    """A resource that existed and is no longer served: an expired or revoked share link."""
+
+    status_code = 410
+    code = "gone"
 
 
 class PayloadTooLarge(NeensError):

@@ -53,6 +53,10 @@ class Settings(BaseSettings):
     shares this many among its arms (`arm_shares`), so a sweep makes no more calls at once than
     one run does."""
 
+    public_url: str | None = None
+    """The address people reach this server at (e.g. `https://neens.example.com`), used in the
+    share links it makes; default: the address the request that made the link came to."""
+
     sweep_max_arms: int = Field(default=8, ge=2, le=64)
     """Most arms one model sweep may have."""
 

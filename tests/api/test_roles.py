@@ -97,6 +97,15 @@ async def _project(client: httpx.AsyncClient, key: CreatedKey) -> dict[str, str]
         headers=h,
     )
     assert sweep.status_code == 201, sweep.text
+    if key.role == "admin":
+        r = await client.put("/share-links/settings", json={"enabled": True}, headers=h)
+        assert r.status_code == 200, r.text
+        link = await client.post(
+            "/share-links",
+            json={"resourceType": "sweep_decision", "resourceId": sweep.json()["id"]},
+            headers=h,
+        )
+        assert link.status_code == 201, link.text
     judge = await client.post(
         "/judges", json={"name": "exact", "type": "managed", "check": "exact_match"}, headers=h
     )
@@ -114,6 +123,8 @@ async def _project(client: httpx.AsyncClient, key: CreatedKey) -> dict[str, str]
         "connection_id": conn.json()["id"],
         "other_connection_id": other.json()["id"],
         "sweep_id": sweep.json()["id"],
+        "link_id": link.json()["id"] if key.role == "admin" else "shl_none",
+        "token": link.json()["url"].rsplit("/", 1)[1] if key.role == "admin" else "none",
         "judge_id": judge.json()["id"],
         "sink_id": sink.json()["id"],
         "session_id": session_id,
@@ -152,6 +163,8 @@ def _body(method: str, path: str, ids: dict[str, str], n: int) -> dict[str, Any]
         },
         ("POST", "/v1/traces"): {"resourceSpans": []},
         ("POST", "/model-sweeps"): _sweep_body(ids, n),
+        ("PUT", "/share-links/settings"): {"enabled": True},
+        ("POST", "/share-links"): {"resourceType": "sweep_decision", "resourceId": ids["sweep_id"]},
         ("POST", "/model-sweeps/preview"): _sweep_body(ids, n),
         ("POST", "/v1/logs"): {"resourceLogs": []},
     }

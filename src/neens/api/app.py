@@ -37,6 +37,7 @@ from neens.api.routers import (
     pricing,
     scores,
     sessions,
+    share_links,
     sweep_decisions,
     traces,
 )
@@ -63,6 +64,7 @@ ROUTERS = (
     preprod_compare,
     model_sweeps,
     sweep_decisions,
+    share_links,
     scores,
     insights,
     notification_sinks,

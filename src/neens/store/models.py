@@ -350,6 +350,35 @@ class ModelSweep(Base):
     completed_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
+class ShareSettings(Base):
+    """Whether a project's results may be shared by public link; off until an admin turns it on."""
+
+    __tablename__ = "share_settings"
+
+    project_id: Mapped[str] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    enabled: Mapped[bool] = mapped_column(default=False)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ShareLink(Base):
+    """A read-only public link to one result. Only the token's hash is stored: the URL is shown
+    once, when the link is made."""
+
+    __tablename__ = "share_links"
+    __table_args__ = (Index(None, "project_id", "created_at", "id"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    resource_type: Mapped[str] = mapped_column(String(40))
+    resource_id: Mapped[str] = mapped_column(String(40))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column()
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
 class SweepArm(Base):
     """One arm of a sweep: one agent connection, its model copied at create."""
 

@@ -23,6 +23,7 @@ from neens.store.models import (
     ModelSweep,
     NotificationSink,
     PreprodRun,
+    ShareLink,
     TraceSession,
 )
 
@@ -73,6 +74,7 @@ JUDGE = Resource(Judge, "judge", "judge_id")
 SINK = Resource(NotificationSink, "notification sink", "sink_id")
 SESSION = Resource(TraceSession, "session", "session_id", key="trace_id")
 SWEEP = Resource(ModelSweep, "model sweep", "sweep_id")
+SHARE_LINK = Resource(ShareLink, "share link", "link_id")
 
 
 async def owned(
