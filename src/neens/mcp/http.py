@@ -10,6 +10,7 @@ lifespan (`McpEndpoint.running`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -49,14 +50,34 @@ class McpEndpoint:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Serve MCP requests for the duration of the block (the app's lifespan)."""
+        """Serve MCP requests for the duration of the block (the app's lifespan).
+
+        The session manager runs in a task of its own: its task group is entered and left in
+        that one task, whichever tasks enter and leave the lifespan (a test's fixtures set up
+        and tear down in different tasks)."""
         manager = StreamableHTTPSessionManager(app=self._server, json_response=True, stateless=True)
-        async with manager.run():
-            self._manager = manager
-            try:
-                yield
-            finally:
-                self._manager = None
+        ready, stop = asyncio.Event(), asyncio.Event()
+
+        async def serve() -> None:
+            async with manager.run():
+                self._manager = manager
+                ready.set()
+                try:
+                    await stop.wait()
+                finally:
+                    self._manager = None
+
+        task = asyncio.create_task(serve(), name="neens-mcp")
+        waiting = asyncio.create_task(ready.wait())
+        await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.is_set():
+            waiting.cancel()
+            await task  # raises why the session manager did not start
+        try:
+            yield
+        finally:
+            stop.set()
+            await task
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
