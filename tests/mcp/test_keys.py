@@ -10,6 +10,7 @@ import subprocess
 import httpx
 import httpx2
 import pytest
+from mcp.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -113,3 +114,24 @@ async def test_a_key_revoked_while_neens_mcp_runs_stops_working(
         error = tool_error(await session.call_tool("sweep_list", {}))
     assert error["error"]["code"] == "not_authenticated"
     assert error["error"]["field"] == "NEENS_API_KEY"
+
+
+async def test_a_client_of_the_stateless_2026_protocol_gets_the_same_answers(
+    live_server: LiveServer, ingest_key: CreatedKey, other_project_key: CreatedKey
+) -> None:
+    """A client that skips the initialize handshake (each request self-contained) reaches the
+    same tools, with the same answers, for keys of either project."""
+    answers = []
+    for key in (ingest_key, other_project_key):
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key.key}"})
+        async with (
+            http,
+            Client(streamable_http_client(f"{live_server.url}/mcp", http_client=http)) as client,
+        ):
+            assert client.protocol_version == "2026-07-28"
+            assert {t.name for t in (await client.list_tools()).tools} >= {"sweep_get"}
+            missing = await client.call_tool("sweep_get", {"sweepId": "msw-nothing"})
+            answers.append(tool_error(missing))
+            assert structured(await client.call_tool("sweep_list", {}))["sweeps"] == []
+    assert answers[0] == answers[1]
+    assert answers[0]["error"]["code"] == "not_found"
