@@ -1,4 +1,8 @@
-"""`/model-sweeps`: preview the cost, create, list, read and cancel a model sweep."""
+"""`/model-sweeps`: preview the cost, create, list, read and cancel a model sweep.
+
+The MCP tools (`neens.mcp.tools`) read their input and build their answers with this module's
+`new_sweep`, `preview_out`, `sweep_out` and `sweep_page`, so a tool and its route cannot disagree.
+"""
 
 from __future__ import annotations
 
