@@ -38,8 +38,17 @@ def stdio_env(database_url: str, key: str | None) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def over_stdio(database_url: str, key: str) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=NEENS, args=["mcp"], env=stdio_env(database_url, key))
+async def over_stdio(
+    database_url: str, key: str, *, by_flag: bool = False
+) -> AsyncIterator[ClientSession]:
+    """`neens mcp` as a subprocess, given the database in NEENS_DATABASE_URL or, `by_flag`,
+    by `--database-url` alone."""
+    env = stdio_env(database_url, key)
+    args = ["mcp"]
+    if by_flag:
+        del env["NEENS_DATABASE_URL"]
+        args += ["--database-url", database_url]
+    params = StdioServerParameters(command=NEENS, args=args, env=env)
     async with (
         stdio_client(params) as (read, write),
         ClientSession(read, write, read_timeout_seconds=60) as session,

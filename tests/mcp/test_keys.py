@@ -135,3 +135,11 @@ async def test_a_client_of_the_stateless_2026_protocol_gets_the_same_answers(
             assert structured(await client.call_tool("sweep_list", {}))["sweeps"] == []
     assert answers[0] == answers[1]
     assert answers[0]["error"]["code"] == "not_found"
+
+
+async def test_neens_mcp_takes_the_database_from_the_flag(
+    database_url: str, ingest_key: CreatedKey
+) -> None:
+    async with over_stdio(database_url, ingest_key.key, by_flag=True) as session:
+        page = structured(await session.call_tool("sweep_list", {}))
+    assert page == {"sweeps": [], "nextCursor": None}
