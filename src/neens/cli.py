@@ -1,4 +1,4 @@
-"""The platform's command groups for the `neens` command: serve, worker, db, keys, secrets.
+"""The platform's command groups for the `neens` command: serve, worker, mcp, db, keys, secrets.
 
 The `neens` command itself lives in the dependency-free `neens-eval` distribution; this module
 is found through the `neens.cli` entry-point group and adds what needs the server installed.
@@ -80,6 +80,30 @@ def _worker(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     asyncio.run(run_worker(settings))
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    import os
+
+    from neens.mcp.stdio import REVOKED, check_key, serve_stdio
+
+    key = os.environ.get("NEENS_API_KEY", "").strip()
+    if not key:
+        print(
+            "neens: error: NEENS_API_KEY is not set: `neens mcp` acts as that key's project and "
+            "role; create one with `neens keys create`",
+            file=sys.stderr,
+        )
+        return 2
+    settings = _settings(args)
+    if (problem := _secrets_problem(settings)) is not None:
+        print(f"neens: error: {problem}", file=sys.stderr)
+        return 2
+    if asyncio.run(check_key(settings, key)) is None:
+        print(f"neens: error: {REVOKED}", file=sys.stderr)
+        return 2
+    asyncio.run(serve_stdio(settings, key))
     return 0
 
 
@@ -253,7 +277,7 @@ def _secrets_reencrypt(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add `serve`, `worker`, `db` and `keys` to the `neens` command."""
+    """Add `serve`, `worker`, `mcp`, `db`, `keys` and `secrets` to the `neens` command."""
     serve = subparsers.add_parser("serve", help="run the Neens server")
     _add_database_url(serve)
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
@@ -271,6 +295,13 @@ def register(subparsers: Any) -> None:
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
     worker.set_defaults(func=_worker)
+
+    mcp = subparsers.add_parser(
+        "mcp",
+        help="serve the MCP tools over stdio for a coding agent, as the key in NEENS_API_KEY",
+    )
+    _add_database_url(mcp)
+    mcp.set_defaults(func=_mcp)
 
     db = subparsers.add_parser("db", help="manage the database schema")
     db_sub = db.add_subparsers(dest="db_command", metavar="COMMAND", required=True)

@@ -1,6 +1,6 @@
 """`create_app`: builds the FastAPI application. Nothing connects or reads the environment at
-import time; the database is opened (and migrated), and the span writer and job workers are
-started, in the lifespan."""
+import time; the database is opened (and migrated), and the span writer, the job workers and the
+MCP endpoint's session manager are started, in the lifespan."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
+from starlette.routing import Route
 
 from neens import __version__
 from neens.api.errors import install_error_handlers
@@ -44,6 +45,7 @@ from neens.api.routers import (
 from neens.domain.pricing import load_price_table
 from neens.engine.handlers import open_worker
 from neens.engine.ingest import SpanWriter
+from neens.mcp.http import McpEndpoint
 from neens.secrets import load_secret_box
 from neens.settings import Settings
 from neens.store import migrate
@@ -73,6 +75,7 @@ ROUTERS = (
 
 def create_app(settings: Settings, *, database: Database | None = None) -> FastAPI:
     """The Neens server. Pass `database` to share one engine with the caller (tests)."""
+    mcp = McpEndpoint()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -95,7 +98,8 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
                 else None
             )
             try:
-                yield
+                async with mcp.running():
+                    yield
             finally:
                 stop.set()
                 if worker_task is not None:
@@ -122,6 +126,10 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
     install_openapi(app)
     for module in ROUTERS:
         app.include_router(module.router)
+    # MCP over streamable HTTP, behind the same Bearer key (docs/mcp.md); not an OpenAPI route.
+    app.router.routes.append(
+        Route("/mcp", mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    )
     # Innermost first: each add wraps the ones before it.
     app.add_middleware(JsonDepthMiddleware, own_decoders=frozenset({"/v1/traces"}))
     app.add_middleware(UnstorableParameterMiddleware)

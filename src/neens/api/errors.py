@@ -192,7 +192,13 @@ def validation_error_body(
             else "the request body is empty: send a JSON object"
         )
         return 422, error_body(HTTP_CODES[422], message, required[0] if required else "body")
-    problems = [_problem(err, exc.body) for err in errors[:MAX_LISTED_PROBLEMS]]
+    return 422, problems_body(errors, exc.body)
+
+
+def problems_body(errors: Sequence[Any], body: Any) -> dict[str, Any]:
+    """The 422 error body of a request body's validation errors (pydantic's `errors()`, located
+    under `body`): every problem with its field; `field` is the first one's."""
+    problems = [_problem(err, body) for err in errors[:MAX_LISTED_PROBLEMS]]
     message = "; ".join(message for _, message in problems[:MAX_PROBLEMS_IN_MESSAGE])
     if len(errors) > MAX_PROBLEMS_IN_MESSAGE:
         listed = min(len(errors), MAX_LISTED_PROBLEMS)
@@ -200,12 +206,12 @@ def validation_error_body(
             f"; and {len(errors) - MAX_PROBLEMS_IN_MESSAGE} more problems "
             f"({listed} of {len(errors)} listed in errors)"
         )
-    body = error_body(HTTP_CODES[422], message, problems[0][0] or None)
+    out = error_body(HTTP_CODES[422], message, problems[0][0] or None)
     if len(problems) > 1:
-        body["error"]["errors"] = [
+        out["error"]["errors"] = [
             {"field": field or None, "message": message} for field, message in problems
         ]
-    return 422, body
+    return out
 
 
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")

@@ -1,4 +1,8 @@
-"""`/model-sweeps`: preview the cost, create, list, read and cancel a model sweep."""
+"""`/model-sweeps`: preview the cost, create, list, read and cancel a model sweep.
+
+The MCP tools (`neens.mcp.tools`) read their input and build their answers with this module's
+`new_sweep`, `preview_out`, `sweep_out` and `sweep_page`, so a tool and its route cannot disagree.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from neens.api.schemas.sweeps import (
 from neens.domain.gate import parse_gate_policy
 from neens.domain.sweep_cost import usd_for_wire
 from neens.errors import Unprocessable
+from neens.store.db import Database
 from neens.store.sweeps import NewArm, NewSweep
 from neens.views import sweeps as views
 
@@ -30,7 +35,8 @@ _SWEEPS = "sweeps"
 """The tag of this router's cursors."""
 
 
-def _new(body: SweepIn, *, creating: bool) -> NewSweep:
+def new_sweep(body: SweepIn, *, creating: bool) -> NewSweep:
+    """The sweep a request body asks for; `creating` requires the version label."""
     if creating and body.version_label is None:
         raise Unprocessable(
             "versionLabel is required: what is being evaluated, e.g. a git SHA",
@@ -98,14 +104,7 @@ def sweep_out(view: views.SweepView) -> SweepOut:
     )
 
 
-@router.post("/preview", operation_id="model_sweeps-preview")
-async def preview_sweep(
-    body: SweepIn, principal: AnyKey, db: DbDep, settings: SettingsDep
-) -> SweepPreviewOut:
-    """What the sweep would call and cost. Writes nothing and spends nothing."""
-    preview = await views.preview_sweep(
-        db, principal.project_id, _new(body, creating=False), settings
-    )
+def preview_out(preview: views.SweepPreview) -> SweepPreviewOut:
     estimate = preview.estimate
     return SweepPreviewOut(
         dataset_id=preview.dataset_id,
@@ -133,6 +132,27 @@ async def preview_sweep(
     )
 
 
+async def sweep_page(db: Database, project_id: str, *, limit: int, cursor: str | None) -> SweepList:
+    """One page of the project's sweeps, newest first, after `cursor`."""
+    after = decode_cursor(_SWEEPS, cursor, (datetime, str))
+    views_, end = await views.list_sweeps(
+        db, project_id, limit=limit, after=(after[0], after[1]) if after else None
+    )
+    return SweepList(sweeps=[sweep_out(v) for v in views_], next_cursor=next_cursor(_SWEEPS, end))
+
+
+@router.post("/preview", operation_id="model_sweeps-preview")
+async def preview_sweep(
+    body: SweepIn, principal: AnyKey, db: DbDep, settings: SettingsDep
+) -> SweepPreviewOut:
+    """What the sweep would call and cost. Writes nothing and spends nothing."""
+    return preview_out(
+        await views.preview_sweep(
+            db, principal.project_id, new_sweep(body, creating=False), settings
+        )
+    )
+
+
 @router.post("", status_code=201, operation_id="model_sweeps-create")
 async def create_sweep(
     body: SweepIn, principal: AnyKey, db: DbDep, settings: SettingsDep, worker: WorkerDep
@@ -140,7 +160,7 @@ async def create_sweep(
     """Create the sweep and launch its arms' first runs; refused (422 naming the field) on
     fewer than two arms, a label or connection used twice, the caps, or the budget."""
     sweep_id = await views.create_sweep(
-        db, principal.project_id, _new(body, creating=True), settings
+        db, principal.project_id, new_sweep(body, creating=True), settings
     )
     worker.notify()
     return sweep_out(await views.sweep_detail(db, principal.project_id, sweep_id))
@@ -154,11 +174,7 @@ async def list_sweeps(
     cursor: str | None = cursor_query(),
 ) -> SweepList:
     """Newest first, one page at a time: pass `nextCursor` back as `cursor` for the next."""
-    after = decode_cursor(_SWEEPS, cursor, (datetime, str))
-    views_, end = await views.list_sweeps(
-        db, principal.project_id, limit=limit, after=(after[0], after[1]) if after else None
-    )
-    return SweepList(sweeps=[sweep_out(v) for v in views_], next_cursor=next_cursor(_SWEEPS, end))
+    return await sweep_page(db, principal.project_id, limit=limit, cursor=cursor)
 
 
 @router.get("/{sweep_id:sweep_id}", operation_id="model_sweeps-get")
