@@ -24,7 +24,8 @@ from tests.support.preprod import auth, connection, golden_dataset
 ITEMS = [{"input": f"question {n}", "expected_output": f"answer {n}"} for n in range(2)]
 RIGHT = {item["input"]: item["expected_output"] for item in ITEMS}
 TERMINAL = {"completed", "completed_with_failures", "failed", "cancelled", "void"}
-TOOLS = {"sweep_preview", "sweep_start", "sweep_get", "sweep_list"}
+SWEEP_TOOLS = {"sweep_preview", "sweep_start", "sweep_get", "sweep_list"}
+TOOLS = SWEEP_TOOLS | {"sweep_decision"}
 
 
 @pytest.fixture
@@ -95,6 +96,24 @@ async def test_a_sweep_previewed_started_read_and_listed_answers_what_the_api_an
             r = await api.get("/model-sweeps", params={"limit": 5}, headers=auth(admin_key))
             assert page == r.json()
             assert [s["id"] for s in page["sweeps"]] == [started["id"]]
+
+            decision = structured(
+                await session.call_tool("sweep_decision", {"sweepId": started["id"], "bar": 0.5})
+            )
+            r = await api.get(
+                f"/model-sweeps/{started['id']}/comparison",
+                params={"bar": 0.5},
+                headers=auth(admin_key),
+            )
+            assert decision == r.json()
+            assert decision["comparable"] is True
+            assert decision["bar"] == {"value": 0.5, "source": "query"}
+            refused = tool_error(
+                await session.call_tool(
+                    "sweep_decision", {"sweepId": started["id"], "baselineArm": "msa-nope"}
+                )
+            )
+            assert refused["error"]["field"] == "baselineArm"
 
 
 async def test_a_refused_start_is_a_tool_error_with_the_apis_message_and_field(
@@ -168,7 +187,16 @@ async def test_the_descriptions_carry_the_honesty_rules(
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
         init = session.initialize_result
     assert init is not None and init.instructions is not None
-    for text in [init.instructions, *(tool.description or "" for tool in tools.values())]:
+    decision = tools["sweep_decision"].description or ""
+    for rule in (
+        "`comparable: false` means the sweep is void: never rank its arms",
+        "`costPerCaseUsd: null` means unpriced: the cost is unknown, never free",
+        "`rate: null` means no data (nothing was scored), not 0%",
+        "An item counts as passed only when it passed every one of its scored repeats",
+    ):
+        assert rule in decision
+    sweep_texts = [tools[name].description or "" for name in sorted(SWEEP_TOOLS)]
+    for text in [init.instructions, *sweep_texts]:
         assert "A void sweep must never be ranked, compared or called a pass" in text
         assert "`null` while fewer than k runs finished" in text
         assert "`estimatedUsd: null` (preview) means unpriced" in text

@@ -6,7 +6,7 @@ the same pydantic model, and answers the JSON the route answers, built by the sa
 are read by the agent, not by a person browsing the code: each says what the tool does and the
 honesty rules of what it returns.
 
-`sweep_tools` registers the sweep tools; `decision_tools` is where the sweep decision tool goes.
+`sweep_tools` registers the sweep tools; `decision_tools` the sweep decision tool.
 """
 
 from __future__ import annotations
@@ -21,11 +21,14 @@ from pydantic.alias_generators import to_camel
 
 from neens.api.paging import MAX_CURSOR_CHARS
 from neens.api.routers import model_sweeps as routes
+from neens.api.routers.sweep_decisions import comparison_out
+from neens.api.schemas.decisions import SweepComparisonOut
 from neens.api.schemas.sweeps import SweepIn, SweepList, SweepOut, SweepPreviewOut
 from neens.settings import Settings
 from neens.store.db import Database
 from neens.store.keys import Principal
 from neens.views import sweeps as views
+from neens.views.decisions import sweep_decision
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,14 +237,63 @@ def sweep_tools(toolbox: Toolbox) -> None:
     )  # fmt: skip
 
 
-def decision_tools(toolbox: Toolbox) -> None:
-    """The tools that read a sweep's decision (`GET /model-sweeps/{id}/comparison`).
+class SweepDecisionIn(_CamelInput):
+    sweep_id: str = Field(min_length=1, max_length=200)
+    """The sweep's id, `msw-…`."""
+    bar: float | None = Field(default=None, ge=0, le=1)
+    """The pass rate an arm has to clear, 0 to 1; default: the sweep's pinned gate, else 0.9."""
+    baseline_arm: str | None = Field(default=None, min_length=1, max_length=200)
+    """The arm (`msa-…`) savings and regressions are measured against; default: the first arm."""
 
-    `sweep_decision` is added here once the decision view exists. Its description carries the
-    four rules a person reads: `comparable: false` means void, so never rank; `costPerCaseUsd:
-    null` means unpriced, never free; `rate: null` means no data, not 0%; and an item counts as
-    passed only when it passed every repeat.
-    """
+
+DECISION_RULES = (
+    "Read the answer exactly as it is; these four rules are not optional:\n"
+    "- `comparable: false` means the sweep is void: never rank its arms, name a winner or "
+    "compare them, whatever their own numbers say. Report `voidReason` instead.\n"
+    "- `costPerCaseUsd: null` means unpriced: the cost is unknown, never free or $0. "
+    "`pricedCases` against `cases` says how much of an arm its cost covers.\n"
+    "- `rate: null` means no data (nothing was scored), not 0%.\n"
+    "- An item counts as passed only when it passed every one of its scored repeats; an item "
+    "that passed on some repeats and failed on others is counted in `flakyItems`, never as a "
+    "pass."
+)
+
+_DECISION = (
+    "Read a model sweep's decision: which arm (model) to ship, at what bar, at what cost per "
+    "case, overall and per agent name. The same answer as GET /model-sweeps/{id}/comparison, "
+    "computed by the server: never re-rank or re-derive it.\n\n"
+    "`verdict.sentence` says the verdict in one sentence; `verdict.outcome` is `recommended`, "
+    "`no_arm_clears`, `not_finished` (an arm is still running: no recommendation yet) or "
+    "`unavailable` (void). `bar.source` says where the bar came from (`query`, `gate` or "
+    "`default`). The baseline arm is the first arm unless `baselineArm` is given; it is never "
+    "chosen for being the best. Per arm: `rate` over items with its 95% Wilson interval and "
+    "`n`, `regressions` against the baseline, `excluded` (why it is not ranked), "
+    "`notDistinguishable` (its interval overlaps the winner's: do not call one better than the "
+    "other), `mcnemar` (a second, paired test line, not the ranking rule). `agents` repeats it "
+    "per agent name, with `Unattributed` for items no single agent name can be given to.\n\n"
+    + DECISION_RULES
+)
+
+
+async def _decision(caller: Caller, body: SweepDecisionIn) -> SweepComparisonOut:
+    decision = await sweep_decision(
+        caller.db,
+        caller.principal.project_id,
+        body.sweep_id,
+        bar=body.bar,
+        baseline_arm_id=body.baseline_arm,
+    )
+    return comparison_out(decision)
+
+
+def decision_tools(toolbox: Toolbox) -> None:
+    """The tool that reads a sweep's decision (`GET /model-sweeps/{id}/comparison`)."""
+    toolbox.add(
+        ToolSpec(
+            "sweep_decision", "Read a model sweep's decision", _DECISION, SweepDecisionIn,
+            SweepComparisonOut, _decision, read_only=True,
+        )
+    )  # fmt: skip
 
 
 def all_tools() -> Toolbox:

@@ -20,7 +20,7 @@ from neens.domain.sweep_cost import (
     estimate_arm,
     estimate_sweep,
 )
-from neens.domain.sweeps import SweepRollup
+from neens.domain.sweeps import SWEEP_TERMINAL, SweepRollup
 from neens.errors import Unprocessable
 from neens.settings import Settings
 from neens.store import sweep_rollup as rollups
@@ -125,9 +125,15 @@ async def create_sweep(
 
 
 async def sweep_detail(db: Database, project_id: str, sweep_id: str) -> SweepView:
+    """The sweep as its child runs say it is now. A read that finds it ended before its
+    roll-up job recorded that (the last run's `run.finished` job is a moment behind) records it
+    first, so `status` and `completedAt` always agree."""
     view = await _view(db, project_id, sweep_id)
     if view.rollup.status == "void" and view.sweep.status != "void":
         await rollups.persist_void(db, sweep_id)
+        view = await _view(db, project_id, sweep_id)
+    elif view.rollup.terminal and view.sweep.status not in SWEEP_TERMINAL:
+        await rollups.roll_up_sweep(db, sweep_id)
         view = await _view(db, project_id, sweep_id)
     return view
 
