@@ -55,8 +55,8 @@ def wilson_interval(hits: int, total: int, *, confidence: float = 0.95) -> Inter
     SciPy's `binomtest(k, n).proportion_ci(confidence, method="wilson")`. With p̂ = k/n and
     z = z₁₋α/₂ the centre is (p̂ + z²/2n)/(1 + z²/n) and the half-width
     z/(1 + z²/n)·√(p̂(1−p̂)/n + z²/4n²); unlike the Wald interval it does not collapse at k = 0 or
-    k = n. At k = 0 the lower end is exactly 0 and at k = n the upper end exactly 1 (the library's
-floating point leaves about 2e-19 at k = 0); the ends are clamped to [0, 1].
+    k = n. At k = 0 the lower end is exactly 0 and at k = n the upper end exactly 1 (the
+    library's floating point leaves about 2e-19 at k = 0); the ends are clamped to [0, 1].
 
     n = 0 is no data: None, never an interval around 0% (statsmodels would return NaNs and warn;
     SciPy raises). Trials must be independent: one per item, never an item's pooled repeats.
