@@ -43,6 +43,7 @@ from neens.api.routers import (
     traces,
 )
 from neens.domain.pricing import load_price_table
+from neens.domain.stats import wilson_interval
 from neens.engine.handlers import open_worker
 from neens.engine.ingest import SpanWriter
 from neens.mcp.http import McpEndpoint
@@ -85,6 +86,9 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
         db.secrets = load_secret_box(settings)
         await reencrypt(db, rotate=False)
         load_price_table()
+        # The statistics libraries take seconds to import: load them off the event loop now, so
+        # the first comparison a caller asks for does not pay for it.
+        warm_stats = asyncio.create_task(asyncio.to_thread(wilson_interval, 1, 2))
         writer = SpanWriter(db)
         writer.start()
         async with open_worker(db, settings) as worker:
@@ -107,6 +111,7 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
                     with contextlib.suppress(asyncio.CancelledError):
                         await worker_task
                 await writer.stop()
+                await warm_stats  # a thread cannot be cancelled; it is done long before this
                 if database is None:
                     await db.dispose()
 

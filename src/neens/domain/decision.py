@@ -1,5 +1,9 @@
 """The sweep decision: which arm to ship, at what bar, at what cost per case, per agent.
 
+(The inputs and results are in `decision_types`, the verdict's wording in `decision_verdict`;
+this module, a little over 500 lines, is the rules and the one pass over arrays that applies
+them, which reads best in one place.)
+
 `compare_sweep` turns a sweep's evidence (every captured answer of every arm's k runs over one
 frozen dataset version) into the numbers, the ranking and the one-sentence verdict that the API,
 the CLI, the MCP tools and the share page render. Nothing downstream re-derives any of them.
@@ -71,18 +75,36 @@ Costs are summed with `math.fsum` over Python floats, so the mean does not depen
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from itertools import repeat
-from operator import itemgetter
-from typing import Any, Literal, NamedTuple
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
+from neens.domain.decision_types import (
+    DEFAULT_BAR,
+    UNATTRIBUTED,
+    AgentComparison,
+    ArmComparison,
+    ArmEvidence,
+    Bar,
+    BarSource,
+    ClearsBar,
+    Excluded,
+    McNemar,
+    Outcome,
+    Repeat,
+    RepeatColumns,
+    SweepComparison,
+    Verdict,
+)
+from neens.domain.decision_verdict import (
+    _p,
+    _scoped,
+    _verdict,
+)
 from neens.domain.stats import Interval, mcnemar_exact, mean, proportion, wilson_interval
-from neens.domain.sweeps import ARM_TERMINAL, ArmStatus
+from neens.domain.sweeps import ARM_TERMINAL
 from neens.errors import Unprocessable
 
 __all__ = [
@@ -103,261 +125,6 @@ __all__ = [
     "Verdict",
     "compare_sweep",
 ]
-
-DEFAULT_BAR = 0.9
-"""The pass-rate bar used when neither the query nor the sweep's pinned gate sets one: 90% of
-the items scored, each passed on every scored repeat."""
-
-UNATTRIBUTED = "Unattributed"
-"""The label of the group of items no single agent name can be given to."""
-
-BarSource = Literal["query", "gate", "default"]
-Excluded = Literal["not_terminal", "failed", "not_pass_k"]
-ClearsBar = Literal["lower_bound", "point", "no"]
-Outcome = Literal["unavailable", "not_finished", "recommended", "no_arm_clears"]
-
-
-# --- evidence -------------------------------------------------------------------------------------
-
-
-class Repeat(NamedTuple):
-    """One captured answer to one item by one child run: one session."""
-
-    run_id: str
-    session_id: str
-    scored: bool
-    """The item has a verdict from this run."""
-    passed: bool | None
-    """The verdict; None unless scored (a scored repeat without one is a ValueError)."""
-    score: float | None
-    cost_usd: float | None
-    """None when the session is unpriced: unknown, never 0."""
-    agent_name: str | None
-    """The agent name the session itself reported; None when it reported none."""
-
-
-@dataclass(frozen=True, slots=True)
-class RepeatColumns:
-    """An arm's repeats as parallel columns, one entry per captured answer (session).
-
-    The fast form of `ArmEvidence.repeats`: the columns of a SELECT (`from_rows`), with no
-    object per repeat. Absent values are None: `passed` None unless scored, `cost_usd` None when
-    unpriced (NaN reads as unpriced too), `agent_name` None (or empty) when none was reported.
-    """
-
-    item_id: Sequence[str]
-    run_id: Sequence[str]
-    scored: Sequence[bool]
-    passed: Sequence[bool | None]
-    cost_usd: Sequence[float | None]
-    agent_name: Sequence[str | None]
-
-    def __post_init__(self) -> None:
-        lengths = {len(column) for column in self._columns()}
-        if len(lengths) > 1:
-            raise ValueError(f"the repeat columns differ in length: {sorted(lengths)}")
-
-    def _columns(self) -> tuple[Sequence[object], ...]:
-        return (
-            self.item_id,
-            self.run_id,
-            self.scored,
-            self.passed,
-            self.cost_usd,
-            self.agent_name,
-        )
-
-    def __len__(self) -> int:
-        return len(self.item_id)
-
-    @classmethod
-    def from_rows(cls, rows: Iterable[Sequence[Any]]) -> RepeatColumns:
-        """From rows of (item_id, run_id, scored, passed, cost_usd, agent_name), in that order:
-        the rows of a SELECT of those six columns, one per captured session."""
-        table = rows if isinstance(rows, Sequence) else list(rows)
-        if not table:
-            return cls((), (), (), (), (), ())
-        if len(table[0]) != 6:
-            raise ValueError(
-                "a repeat row is (item_id, run_id, scored, passed, cost_usd, agent_name), "
-                f"got {len(table[0])} columns"
-            )
-        item_id, run_id, scored, passed, cost_usd, agent_name = (
-            list(map(itemgetter(column), table)) for column in range(6)
-        )
-        return cls(item_id, run_id, scored, passed, cost_usd, agent_name)
-
-    @classmethod
-    def of(cls, repeats: Mapping[str, Sequence[Repeat]]) -> RepeatColumns:
-        """From the readable form: item id -> its repeats."""
-        item_ids: list[str] = []
-        flat: list[Repeat] = []
-        for item_id, reps in repeats.items():
-            item_ids.extend(repeat(item_id, len(reps)))
-            flat.extend(reps)
-        if not flat:
-            return cls((), (), (), (), (), ())
-        run_id, _session_id, scored, passed, _score, cost_usd, agent_name = zip(*flat, strict=True)
-        return cls(item_ids, run_id, scored, passed, cost_usd, agent_name)
-
-
-@dataclass(frozen=True, slots=True)
-class ArmEvidence:
-    """One arm of the sweep as rolled up, with every answer its runs captured."""
-
-    id: str
-    label: str
-    position: int
-    status: ArmStatus
-    passed: bool | None
-    """pass^k from the sweep roll-up: True only when all k runs finished green."""
-    runs: int
-    """k."""
-    repeats: Mapping[str, Sequence[Repeat]] | RepeatColumns
-    """Item id -> the repeats captured for it (items never captured are absent), or the same
-    repeats as columns."""
-
-
-@dataclass(frozen=True, slots=True)
-class Bar:
-    """The pass-rate bar an arm has to clear, and where it came from (always said)."""
-
-    value: float
-    source: BarSource
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.value <= 1.0:
-            raise Unprocessable(
-                f"the bar is a pass rate between 0 and 1 (0.9 is 90%), got {self.value}",
-                field="bar",
-            )
-
-
-# --- results --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class McNemar:
-    """Exact McNemar of this arm against the baseline on the items both scored: a second,
-    labelled line next to the overlap annotation, never the ranking rule."""
-
-    b: int
-    """Items the baseline passed and this arm did not."""
-    c: int
-    """Items this arm passed and the baseline did not."""
-    n11: int
-    """Items both passed."""
-    n00: int
-    """Items neither passed."""
-    discordant: int
-    """b + c; 0 means the two agree on every shared item (and the p-value is 1)."""
-    shared_items: int
-    """Items scored in both arms: n11 + b + c + n00."""
-    p_value: float
-    sentence: str
-
-
-@dataclass(frozen=True, slots=True)
-class ArmComparison:
-    """One arm, over the items of its group (the whole sweep, or one agent's items)."""
-
-    arm_id: str
-    label: str
-    position: int
-    status: ArmStatus
-    passed: bool | None
-    """pass^k as the sweep rolled it up (the arm's own in every group)."""
-    runs: int
-    is_baseline: bool
-    n: int
-    """Items with at least one scored repeat."""
-    passed_items: int
-    """Items every scored repeat of which passed."""
-    flaky_items: int
-    """Items with both passed and failed scored repeats: in n, not passes."""
-    rate: float | None
-    """passed_items / n; None when n = 0 (no data, never 0%)."""
-    wilson_low: float | None
-    wilson_high: float | None
-    """The 95% Wilson interval over items; None when n = 0."""
-    cases: int
-    """Captured repeats (sessions)."""
-    priced_cases: int
-    cost_per_case_usd: float | None
-    """Mean cost over the priced cases; None when none is priced (unpriced, never free)."""
-    cost_delta_usd: float | None
-    """This arm's cost per case minus the baseline's; None when either is unknown or void."""
-    cost_delta_pct: float | None
-    """The delta in percent of the baseline's cost (-84.0 is 84% cheaper); None also when the
-    baseline costs 0."""
-    regressions: int | None
-    """Items the baseline passed on all its k runs and this arm, scored, did not pass; None
-    when the sweep is void."""
-    new_passes: int | None
-    mcnemar: McNemar | None
-    """None for the baseline, on a void sweep, and when no item was scored by both."""
-    excluded: Excluded | None
-    clears_bar: ClearsBar
-    rank: int | None
-    """1-based place on the leaderboard; None when not ranked (excluded, or void)."""
-    not_distinguishable_from_winner: bool
-    not_distinguishable: str | None
-    """The annotation, e.g. "not distinguishable from sonnet at n=40"; None when it does not
-    apply."""
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    outcome: Outcome
-    recommended_arm_id: str | None
-    recommended_label: str | None
-    cost_per_case_usd: float | None
-    """The recommended arm's; None when it is unpriced (or nothing is recommended)."""
-    savings_usd: float | None
-    """Baseline cost per case minus the recommended arm's (positive: cheaper); None unknown."""
-    savings_pct: float | None
-    """savings_usd in percent of the baseline's cost; None unknown or when the baseline costs 0."""
-    clears_on: Literal["lower_bound", "point"] | None
-    sentence: str
-
-
-@dataclass(frozen=True, slots=True)
-class AgentComparison:
-    """The comparison restricted to the items of one agent (or of Unattributed)."""
-
-    agent_name: str | None
-    """The name the sessions reported; None for Unattributed."""
-    label: str
-    items: int
-    """Dataset items in this group."""
-    unnamed_items: int
-    """Unattributed only: items captured whose sessions reported no agent name."""
-    conflicting_items: int
-    """Unattributed only: items whose sessions reported different agent names."""
-    arms: tuple[ArmComparison, ...]
-    leaderboard: tuple[str, ...]
-    winner_arm_id: str | None
-    verdict: Verdict
-
-
-@dataclass(frozen=True, slots=True)
-class SweepComparison:
-    comparable: bool
-    void_reason: str | None
-    bar: Bar
-    baseline_arm_id: str
-    item_count: int
-    """Frozen items of the dataset version."""
-    uncaptured_items: int
-    """Items no arm captured: they are in no n and no agent group."""
-    arms: tuple[ArmComparison, ...]
-    """In position order."""
-    leaderboard: tuple[str, ...]
-    """Arm ids, best first; empty when not comparable."""
-    winner_arm_id: str | None
-    verdict: Verdict
-    agents: tuple[AgentComparison, ...]
-
 
 # --- the computation ------------------------------------------------------------------------------
 
@@ -838,176 +605,3 @@ def _mcnemar(arm: ArmEvidence, baseline: ArmEvidence, part: _Counts) -> McNemar 
         p_value=p_value,
         sentence=lead + body,
     )
-
-
-# --- the verdict ----------------------------------------------------------------------------------
-
-
-def _verdict(
-    arms: Sequence[ArmComparison],
-    base: int,
-    *,
-    comparable: bool,
-    void_reason: str | None,
-    bar: Bar,
-) -> Verdict:
-    if not comparable:
-        return _no_recommendation(
-            "unavailable",
-            "The sweep is void, so no arm is ranked or recommended: "
-            f"{void_reason or 'no reason was recorded'}.",
-        )
-    running = [arm for arm in arms if arm.excluded == "not_terminal"]
-    if running:
-        names = _join([f"{arm.label} ({arm.status})" for arm in running])
-        verb = "has" if len(running) == 1 else "have"
-        return _no_recommendation(
-            "not_finished", f"No recommendation yet: {names} {verb} not finished."
-        )
-    candidates = [arm for arm in arms if arm.excluded is None and arm.clears_bar != "no"]
-    if not candidates:
-        return _no_recommendation("no_arm_clears", _none_clears(arms, bar.value))
-    chosen = min(
-        candidates,
-        key=lambda arm: (
-            arm.cost_per_case_usd is None,
-            arm.cost_per_case_usd or 0.0,
-            arm.position,
-        ),
-    )
-    baseline = arms[base]
-    savings_usd = savings_pct = None
-    if chosen.cost_delta_usd is not None:
-        savings_usd = -chosen.cost_delta_usd
-        savings_pct = -chosen.cost_delta_pct if chosen.cost_delta_pct is not None else None
-    clears_on: Literal["lower_bound", "point"] = (
-        "lower_bound" if chosen.clears_bar == "lower_bound" else "point"
-    )
-    return Verdict(
-        outcome="recommended",
-        recommended_arm_id=chosen.arm_id,
-        recommended_label=chosen.label,
-        cost_per_case_usd=chosen.cost_per_case_usd,
-        savings_usd=savings_usd,
-        savings_pct=savings_pct,
-        clears_on=clears_on,
-        sentence=_recommendation(chosen, baseline, bar.value),
-    )
-
-
-def _no_recommendation(outcome: Outcome, sentence: str) -> Verdict:
-    return Verdict(
-        outcome=outcome,
-        recommended_arm_id=None,
-        recommended_label=None,
-        cost_per_case_usd=None,
-        savings_usd=None,
-        savings_pct=None,
-        clears_on=None,
-        sentence=sentence,
-    )
-
-
-def _scoped(verdict: Verdict, scope: str) -> Verdict:
-    return replace(verdict, sentence=f"{scope}: {verdict.sentence}")
-
-
-def _recommendation(arm: ArmComparison, baseline: ArmComparison, bar: float) -> str:
-    assert arm.rate is not None and arm.wilson_low is not None  # a candidate clears the bar
-    shown_bar = _bar(bar)
-    if arm.clears_bar == "lower_bound":
-        quality = (
-            f"{arm.label} clears the {shown_bar} bar on the lower bound "
-            f"({_pct(arm.rate, bar)}, n={arm.n}; 95% lower bound {_pct(arm.wilson_low, bar)})"
-        )
-    else:
-        quality = (
-            f"{arm.label} clears the {shown_bar} bar on the point estimate "
-            f"({_pct(arm.rate, bar)}, n={arm.n}) but not on the lower bound "
-            f"({_pct(arm.wilson_low, bar)}): add golden items to be sure"
-        )
-    return f"{quality}; {_cost_clause(arm, baseline)}."
-
-
-def _cost_clause(arm: ArmComparison, baseline: ArmComparison) -> str:
-    base = f"{baseline.label} (the baseline)"
-    if arm.cost_per_case_usd is None:
-        return (
-            f"its cost per case is unknown (none of its {arm.cases} cases is priced), so what it "
-            f"saves against {base} is unknown; no priced arm clears the bar"
-        )
-    coverage = (
-        f" (priced on {arm.priced_cases} of {arm.cases} cases)"
-        if arm.priced_cases < arm.cases
-        else ""
-    )
-    costs = f"it costs {_usd(arm.cost_per_case_usd)} a case{coverage}"
-    if arm.is_baseline:
-        return f"{costs}, and it is the baseline"
-    if baseline.cost_per_case_usd is None:
-        return f"{costs}; {base} is unpriced, so what it saves is unknown"
-    delta, pct = arm.cost_delta_usd, arm.cost_delta_pct
-    assert delta is not None
-    if delta == 0:
-        return f"{costs}, the same as {base}"
-    direction = "less" if delta < 0 else "more"
-    if pct is None:  # the baseline costs 0
-        return f"{costs}, {_usd(abs(delta))} {direction} than {base}"
-    return f"{costs}, {_number(abs(pct))}% {direction} than {base}"
-
-
-def _none_clears(arms: Sequence[ArmComparison], bar: float) -> str:
-    reasons = []
-    for arm in arms:
-        if arm.excluded == "failed":
-            reasons.append(f"{arm.label} {arm.status}")
-        elif arm.excluded == "not_pass_k":
-            reasons.append(
-                f"{arm.label} is excluded, not green on all {arm.runs} of its runs (pass^k)"
-            )
-        elif arm.rate is None:
-            reasons.append(f"{arm.label} has no scored item")
-        else:
-            reasons.append(f"{arm.label} is below it ({_pct(arm.rate, bar)}, n={arm.n})")
-    return f"No arm clears the {_bar(bar)} bar: {_join(reasons)}."
-
-
-# --- wording --------------------------------------------------------------------------------------
-
-
-def _join(parts: Sequence[str]) -> str:
-    if len(parts) <= 1:
-        return "".join(parts)
-    return ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
-def _bar(bar: float) -> str:
-    return f"{_number(bar * 100)}%"
-
-
-def _number(value: float) -> str:
-    """A percentage with no trailing zeros: 90, 92.5, 84."""
-    text = f"{value:.1f}".rstrip("0").rstrip(".")
-    return text if text != "-0" else "0"
-
-
-def _pct(value: float, bar: float) -> str:
-    """A rate in whole percent, with decimals only where rounding would make a rate on one side
-    of the bar read as the bar itself (89.6% is not "90%" against a 90% bar)."""
-    for digits in range(4):
-        shown, shown_bar = f"{value * 100:.{digits}f}", f"{bar * 100:.{digits}f}"
-        if value == bar or shown != shown_bar:
-            return f"{shown}%"
-    return f"{value * 100}%"
-
-
-def _usd(value: float) -> str:
-    """Two significant digits below a dollar ($0.0021), cents above ($1.50)."""
-    if value >= 1 or value == 0:
-        return f"${value:,.2f}"
-    decimals = max(2, 1 - math.floor(math.log10(value)))
-    return f"${value:.{decimals}f}"
-
-
-def _p(value: float) -> str:
-    return "< 0.001" if value < 0.001 else f"{value:.2g}"

@@ -1,0 +1,267 @@
+"""The sweep decision's evidence and results: what `decision.compare_sweep` takes and gives
+(the rules are in `neens.domain.decision`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
+from typing import Any, Literal, NamedTuple
+
+from neens.domain.sweeps import ArmStatus
+from neens.errors import Unprocessable
+
+DEFAULT_BAR = 0.9
+"""The pass-rate bar used when neither the query nor the sweep's pinned gate sets one: 90% of
+the items scored, each passed on every scored repeat."""
+
+UNATTRIBUTED = "Unattributed"
+"""The label of the group of items no single agent name can be given to."""
+
+BarSource = Literal["query", "gate", "default"]
+Excluded = Literal["not_terminal", "failed", "not_pass_k"]
+ClearsBar = Literal["lower_bound", "point", "no"]
+Outcome = Literal["unavailable", "not_finished", "recommended", "no_arm_clears"]
+
+
+# --- evidence -------------------------------------------------------------------------------------
+
+
+class Repeat(NamedTuple):
+    """One captured answer to one item by one child run: one session."""
+
+    run_id: str
+    session_id: str
+    scored: bool
+    """The item has a verdict from this run."""
+    passed: bool | None
+    """The verdict; None unless scored (a scored repeat without one is a ValueError)."""
+    score: float | None
+    cost_usd: float | None
+    """None when the session is unpriced: unknown, never 0."""
+    agent_name: str | None
+    """The agent name the session itself reported; None when it reported none."""
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatColumns:
+    """An arm's repeats as parallel columns, one entry per captured answer (session).
+
+    The fast form of `ArmEvidence.repeats`: the columns of a SELECT (`from_rows`), with no
+    object per repeat. Absent values are None: `passed` None unless scored, `cost_usd` None when
+    unpriced (NaN reads as unpriced too), `agent_name` None (or empty) when none was reported.
+    """
+
+    item_id: Sequence[str]
+    run_id: Sequence[str]
+    scored: Sequence[bool]
+    passed: Sequence[bool | None]
+    cost_usd: Sequence[float | None]
+    agent_name: Sequence[str | None]
+
+    def __post_init__(self) -> None:
+        lengths = {len(column) for column in self._columns()}
+        if len(lengths) > 1:
+            raise ValueError(f"the repeat columns differ in length: {sorted(lengths)}")
+
+    def _columns(self) -> tuple[Sequence[object], ...]:
+        return (
+            self.item_id,
+            self.run_id,
+            self.scored,
+            self.passed,
+            self.cost_usd,
+            self.agent_name,
+        )
+
+    def __len__(self) -> int:
+        return len(self.item_id)
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Sequence[Any]]) -> RepeatColumns:
+        """From rows of (item_id, run_id, scored, passed, cost_usd, agent_name), in that order:
+        the rows of a SELECT of those six columns, one per captured session."""
+        table = rows if isinstance(rows, Sequence) else list(rows)
+        if not table:
+            return cls((), (), (), (), (), ())
+        if len(table[0]) != 6:
+            raise ValueError(
+                "a repeat row is (item_id, run_id, scored, passed, cost_usd, agent_name), "
+                f"got {len(table[0])} columns"
+            )
+        item_id, run_id, scored, passed, cost_usd, agent_name = (
+            list(map(itemgetter(column), table)) for column in range(6)
+        )
+        return cls(item_id, run_id, scored, passed, cost_usd, agent_name)
+
+    @classmethod
+    def of(cls, repeats: Mapping[str, Sequence[Repeat]]) -> RepeatColumns:
+        """From the readable form: item id -> its repeats."""
+        item_ids: list[str] = []
+        flat: list[Repeat] = []
+        for item_id, reps in repeats.items():
+            item_ids.extend(repeat(item_id, len(reps)))
+            flat.extend(reps)
+        if not flat:
+            return cls((), (), (), (), (), ())
+        run_id, _session_id, scored, passed, _score, cost_usd, agent_name = zip(*flat, strict=True)
+        return cls(item_ids, run_id, scored, passed, cost_usd, agent_name)
+
+
+@dataclass(frozen=True, slots=True)
+class ArmEvidence:
+    """One arm of the sweep as rolled up, with every answer its runs captured."""
+
+    id: str
+    label: str
+    position: int
+    status: ArmStatus
+    passed: bool | None
+    """pass^k from the sweep roll-up: True only when all k runs finished green."""
+    runs: int
+    """k."""
+    repeats: Mapping[str, Sequence[Repeat]] | RepeatColumns
+    """Item id -> the repeats captured for it (items never captured are absent), or the same
+    repeats as columns."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """The pass-rate bar an arm has to clear, and where it came from (always said)."""
+
+    value: float
+    source: BarSource
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.value <= 1.0:
+            raise Unprocessable(
+                f"the bar is a pass rate between 0 and 1 (0.9 is 90%), got {self.value}",
+                field="bar",
+            )
+
+
+# --- results --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class McNemar:
+    """Exact McNemar of this arm against the baseline on the items both scored: a second,
+    labelled line next to the overlap annotation, never the ranking rule."""
+
+    b: int
+    """Items the baseline passed and this arm did not."""
+    c: int
+    """Items this arm passed and the baseline did not."""
+    n11: int
+    """Items both passed."""
+    n00: int
+    """Items neither passed."""
+    discordant: int
+    """b + c; 0 means the two agree on every shared item (and the p-value is 1)."""
+    shared_items: int
+    """Items scored in both arms: n11 + b + c + n00."""
+    p_value: float
+    sentence: str
+
+
+@dataclass(frozen=True, slots=True)
+class ArmComparison:
+    """One arm, over the items of its group (the whole sweep, or one agent's items)."""
+
+    arm_id: str
+    label: str
+    position: int
+    status: ArmStatus
+    passed: bool | None
+    """pass^k as the sweep rolled it up (the arm's own in every group)."""
+    runs: int
+    is_baseline: bool
+    n: int
+    """Items with at least one scored repeat."""
+    passed_items: int
+    """Items every scored repeat of which passed."""
+    flaky_items: int
+    """Items with both passed and failed scored repeats: in n, not passes."""
+    rate: float | None
+    """passed_items / n; None when n = 0 (no data, never 0%)."""
+    wilson_low: float | None
+    wilson_high: float | None
+    """The 95% Wilson interval over items; None when n = 0."""
+    cases: int
+    """Captured repeats (sessions)."""
+    priced_cases: int
+    cost_per_case_usd: float | None
+    """Mean cost over the priced cases; None when none is priced (unpriced, never free)."""
+    cost_delta_usd: float | None
+    """This arm's cost per case minus the baseline's; None when either is unknown or void."""
+    cost_delta_pct: float | None
+    """The delta in percent of the baseline's cost (-84.0 is 84% cheaper); None also when the
+    baseline costs 0."""
+    regressions: int | None
+    """Items the baseline passed on all its k runs and this arm, scored, did not pass; None
+    when the sweep is void."""
+    new_passes: int | None
+    mcnemar: McNemar | None
+    """None for the baseline, on a void sweep, and when no item was scored by both."""
+    excluded: Excluded | None
+    clears_bar: ClearsBar
+    rank: int | None
+    """1-based place on the leaderboard; None when not ranked (excluded, or void)."""
+    not_distinguishable_from_winner: bool
+    not_distinguishable: str | None
+    """The annotation, e.g. "not distinguishable from sonnet at n=40"; None when it does not
+    apply."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    outcome: Outcome
+    recommended_arm_id: str | None
+    recommended_label: str | None
+    cost_per_case_usd: float | None
+    """The recommended arm's; None when it is unpriced (or nothing is recommended)."""
+    savings_usd: float | None
+    """Baseline cost per case minus the recommended arm's (positive: cheaper); None unknown."""
+    savings_pct: float | None
+    """savings_usd in percent of the baseline's cost; None unknown or when the baseline costs 0."""
+    clears_on: Literal["lower_bound", "point"] | None
+    sentence: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentComparison:
+    """The comparison restricted to the items of one agent (or of Unattributed)."""
+
+    agent_name: str | None
+    """The name the sessions reported; None for Unattributed."""
+    label: str
+    items: int
+    """Dataset items in this group."""
+    unnamed_items: int
+    """Unattributed only: items captured whose sessions reported no agent name."""
+    conflicting_items: int
+    """Unattributed only: items whose sessions reported different agent names."""
+    arms: tuple[ArmComparison, ...]
+    leaderboard: tuple[str, ...]
+    winner_arm_id: str | None
+    verdict: Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class SweepComparison:
+    comparable: bool
+    void_reason: str | None
+    bar: Bar
+    baseline_arm_id: str
+    item_count: int
+    """Frozen items of the dataset version."""
+    uncaptured_items: int
+    """Items no arm captured: they are in no n and no agent group."""
+    arms: tuple[ArmComparison, ...]
+    """In position order."""
+    leaderboard: tuple[str, ...]
+    """Arm ids, best first; empty when not comparable."""
+    winner_arm_id: str | None
+    verdict: Verdict
+    agents: tuple[AgentComparison, ...]
