@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.gate import evaluate_gate, parse_gate_policy
-from neens.domain.preprod import items_cohort
+from neens.domain.preprod import ItemOutcome, items_cohort
 from neens.domain.run_lifecycle import TERMINAL as RUN_TERMINAL
 from neens.domain.sweeps import (
     SWEEP_TERMINAL,
@@ -29,7 +29,6 @@ from neens.domain.sweeps import (
 )
 from neens.store.db import Database
 from neens.store.models import ModelSweep, PreprodItem, PreprodRun, SweepArm, SweepRun, TraceSession
-from neens.store.review import item_outcome
 from neens.store.run_lifecycle import move
 from neens.store.runs import status_counts
 from neens.store.sweeps import arms_of, launch, sweep_spend
@@ -142,8 +141,10 @@ _GREENS_KEPT = 20_000
 async def _greens(s: AsyncSession, runs: Sequence[PreprodRun]) -> dict[str, bool]:
     """Whether each finished run is green: completed, its gate passed, zero regressions. A
     sweep's runs have no baseline, so no item of theirs can regress; the gate is the run's own
-    persisted policy, evaluated as `GET /preprod-evals/{id}/gate` does."""
+    persisted policy, evaluated as `GET /preprod-evals/{id}/gate` does, on the item columns it
+    reads (verdicts, costs, latencies, steps; never the texts), for every run in one query."""
     greens: dict[str, bool] = {}
+    todo: dict[str, tuple[PreprodRun, tuple[str, str, str]]] = {}
     for run in runs:
         if run.status != "completed":
             greens[run.id] = False
@@ -151,28 +152,68 @@ async def _greens(s: AsyncSession, runs: Sequence[PreprodRun]) -> dict[str, bool
         key = (run.id, str(run.completed_at), json.dumps(run.gate, sort_keys=True))
         if (known := _GREENS.get(key)) is not None:
             greens[run.id] = known
-            continue
-        rows = (
-            await s.execute(
-                select(PreprodItem, TraceSession)
-                .outerjoin(TraceSession, TraceSession.pk == PreprodItem.session_pk)
-                .where(PreprodItem.run_id == run.id)
-            )
-        ).all()
-        items = [item_outcome(item, session) for item, session in rows]
-        gate = evaluate_gate(
-            run.status, items, parse_gate_policy(dict(run.gate)), items_cohort(items), None
+        else:
+            todo[run.id] = (run, key)
+    if not todo:
+        return greens
+    rows = await s.execute(
+        select(
+            PreprodItem.run_id,
+            PreprodItem.item_id,
+            PreprodItem.position,
+            PreprodItem.status,
+            PreprodItem.score,
+            PreprodItem.passed,
+            PreprodItem.baseline_passed,
+            TraceSession.cost_usd,
+            TraceSession.latency_ms,
+            TraceSession.step_count,
+            TraceSession.trace_id,
         )
-        greens[run.id] = is_green(run.status, gate.passed, gate.regressions)
+        .outerjoin(TraceSession, TraceSession.pk == PreprodItem.session_pk)
+        .where(PreprodItem.run_id.in_(list(todo)))
+    )
+    items: dict[str, list[ItemOutcome]] = {run_id: [] for run_id in todo}
+    for run_id, item_id, position, status, score, passed, base, cost, latency, steps, trace in rows:
+        items[run_id].append(
+            ItemOutcome(
+                item_id=item_id,
+                position=position,
+                input="",  # texts are not read: no gate rule looks at them
+                expected_output=None,
+                status=status,
+                score=score,
+                passed=passed,
+                baseline_passed=base,
+                error=None,
+                output=None,
+                cost_usd=cost,
+                latency_ms=latency,
+                step_count=steps,
+                session_id=trace,
+            )
+        )
+    for run_id, (run, key) in todo.items():
+        outcomes = items[run_id]
+        gate = evaluate_gate(
+            run.status, outcomes, parse_gate_policy(dict(run.gate)), items_cohort(outcomes), None
+        )
+        greens[run_id] = is_green(run.status, gate.passed, gate.regressions)
         if len(_GREENS) >= _GREENS_KEPT:
             _GREENS.clear()
-        _GREENS[key] = greens[run.id]
+        _GREENS[key] = greens[run_id]
     return greens
 
 
 async def roll_up_sweep(db: Database, sweep_id: str) -> SweepRollup | None:
     """Recompute the sweep from its child runs, persist what changed, and launch each arm's
     next run when its previous one finished. None when the sweep no longer exists."""
+    async with db.read() as s:
+        # The runs' verdicts first, outside the write (they are remembered): a write on SQLite
+        # holds the one write lock every answer of every arm waits on.
+        known = await s.get(ModelSweep, sweep_id)
+        if known is not None:
+            await load_state(s, known)
     async with db.write() as s:
         sweep = await s.scalar(
             select(ModelSweep).where(ModelSweep.id == sweep_id).with_for_update()
