@@ -40,6 +40,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -118,37 +119,58 @@ def _accept(result: LoadResult, response: httpx.Response) -> None:
     result.ok += 1
 
 
-async def send_all(
-    client: httpx.AsyncClient, prompts: list[str], concurrency: int, max_seconds: float
-) -> LoadResult:
-    """POST every prompt with `concurrency` worker tasks; each answer must be a 200 with a JSON
-    string `output`."""
+def _calls(prompts: list[str], paths: Sequence[str]) -> list[tuple[str, str]]:
+    """(path, prompt) of each call: prompt i goes to `paths[i % len(paths)]`."""
+    return [(paths[i % len(paths)], prompt) for i, prompt in enumerate(prompts)]
 
-    async def post(prompt: str) -> httpx.Response:
-        return await client.post(AGENT_PATH, json={"input": prompt})
+
+async def send_all(
+    client: httpx.AsyncClient,
+    prompts: list[str],
+    concurrency: int,
+    max_seconds: float,
+    paths: Sequence[str] = (AGENT_PATH,),
+) -> LoadResult:
+    """POST every prompt with `concurrency` worker tasks, prompt i to `paths[i % len(paths)]`;
+    each answer must be a 200 with a JSON string `output`."""
+
+    async def post(call: tuple[str, str]) -> httpx.Response:
+        return await client.post(call[0], json={"input": call[1]})
 
     start_cpu = time.process_time()
-    result = await _support.send_all(LoadResult(), prompts, post, _accept, concurrency, max_seconds)
+    result = await _support.send_all(
+        LoadResult(), _calls(prompts, paths), post, _accept, concurrency, max_seconds
+    )
     result.cpu_seconds = time.process_time() - start_cpu
     return result
 
 
 async def measure_httpx(
-    agent_url: str, warmup: list[str], prompts: list[str], concurrency: int, max_seconds: float
+    agent_url: str,
+    warmup: list[str],
+    prompts: list[str],
+    concurrency: int,
+    max_seconds: float,
+    paths: Sequence[str] = (AGENT_PATH,),
 ) -> tuple[LoadResult, LoadResult]:
     """Warm up, then time the real loop, over one client (connections stay open between)."""
     async with _support.load_client(agent_url, concurrency, REQUEST_TIMEOUT_S) as client:
-        warm = await send_all(client, warmup, concurrency, max_seconds)
-        timed = await send_all(client, prompts, concurrency, max_seconds)
+        warm = await send_all(client, warmup, concurrency, max_seconds, paths)
+        timed = await send_all(client, prompts, concurrency, max_seconds, paths)
     return warm, timed
 
 
 async def _aiohttp_loop(
-    session: aiohttp.ClientSession, prompts: list[str], concurrency: int, max_seconds: float
+    session: aiohttp.ClientSession,
+    prompts: list[str],
+    concurrency: int,
+    max_seconds: float,
+    paths: Sequence[str],
 ) -> LoadResult:
     """The same loop over aiohttp: `concurrency` worker tasks, the same checks on each answer."""
     result = LoadResult()
-    indexes = iter(range(len(prompts)))
+    calls = _calls(prompts, paths)
+    indexes = iter(range(len(calls)))
     start = time.perf_counter()
     start_cpu = time.process_time()
     stop_at = start + max_seconds
@@ -161,7 +183,8 @@ async def _aiohttp_loop(
             sent = time.perf_counter()
             result.requests += 1
             try:
-                async with session.post(AGENT_PATH, json={"input": prompts[i]}) as response:
+                path, prompt = calls[i]
+                async with session.post(path, json={"input": prompt}) as response:
                     status, body = response.status, await response.read()
             except (aiohttp.ClientError, TimeoutError) as exc:
                 result.fail(type(exc).__name__, f"{type(exc).__name__}: {exc}")
@@ -187,14 +210,19 @@ async def _aiohttp_loop(
 
 
 async def measure_aiohttp(
-    agent_url: str, warmup: list[str], prompts: list[str], concurrency: int, max_seconds: float
+    agent_url: str,
+    warmup: list[str],
+    prompts: list[str],
+    concurrency: int,
+    max_seconds: float,
+    paths: Sequence[str] = (AGENT_PATH,),
 ) -> tuple[LoadResult, LoadResult]:
     """Warm up, then time the aiohttp loop, over one session with a connection per slot."""
     connector = aiohttp.TCPConnector(limit=concurrency)
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S)
     async with aiohttp.ClientSession(agent_url, connector=connector, timeout=timeout) as session:
-        warm = await _aiohttp_loop(session, warmup, concurrency, max_seconds)
-        timed = await _aiohttp_loop(session, prompts, concurrency, max_seconds)
+        warm = await _aiohttp_loop(session, warmup, concurrency, max_seconds, paths)
+        timed = await _aiohttp_loop(session, prompts, concurrency, max_seconds, paths)
     return warm, timed
 
 
