@@ -123,6 +123,7 @@ async def _project(client: httpx.AsyncClient, key: CreatedKey) -> dict[str, str]
         "connection_id": conn.json()["id"],
         "other_connection_id": other.json()["id"],
         "sweep_id": sweep.json()["id"],
+        "arm_id": sweep.json()["arms"][0]["id"],
         "link_id": link.json()["id"] if key.role == "admin" else "shl_none",
         "token": link.json()["url"].rsplit("/", 1)[1] if key.role == "admin" else "none",
         "judge_id": judge.json()["id"],

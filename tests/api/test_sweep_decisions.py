@@ -231,3 +231,52 @@ async def test_a_bad_bar_or_baseline_is_refused_naming_it(
     r = await client.get(f"/model-sweeps/{sweep['id']}/comparison", headers=auth(other_project_key))
     assert r.status_code == 404
     assert json.loads(r.text)["error"]["field"] == "sweep_id"
+
+
+async def test_the_drill_down_lists_where_an_arm_breaks_grouped_by_one_named_signal(
+    client: httpx.AsyncClient, admin_key: CreatedKey, db: Database
+) -> None:
+    broken = Agent(
+        lambda p: "wrong" if p in ("question 1", "question 2") else RIGHT[p], path="/broken"
+    )
+    with serve(Agent(RIGHT, path="/right"), broken) as agents:
+        sweep = await sweep_of(
+            client,
+            admin_key,
+            [("right", agents.url("/right"), {}), ("broken", agents.url("/broken"), {})],
+        )
+    arm = {a["label"]: a for a in sweep["arms"]}["broken"]
+    url = f"/model-sweeps/{sweep['id']}/arms/{arm['id']}/regressions"
+    r = await client.get(url, params={"limit": 1}, headers=auth(admin_key))
+    assert r.status_code == 200, r.text
+    found = r.json()
+    assert (found["totalRegressions"], found["truncated"], found["newPasses"]) == (2, True, 0)
+    assert found["signal"] == {"kind": "none", "name": None}, "no classifier labelled them"
+    assert (found["failureModes"], found["unclassified"]) == ([], 2), "counted, never dropped"
+    [item] = found["items"]
+    assert item["input"] == "question 1" and item["expectedOutput"] == "answer 1"
+    assert item["baseline"] == {"passedRuns": 3, "scoredRuns": 3}
+    assert (item["candidate"]["passedRuns"], item["candidate"]["scoredRuns"]) == (0, 3)
+    assert item["candidate"]["answer"] == "wrong" and item["candidate"]["reason"]
+    assert len(item["candidate"]["sessionIds"]) == 3
+    # The same count as the comparison, by the same rule.
+    c = await comparison(client, admin_key, sweep["id"])
+    assert by_label(c)["broken"]["regressions"] == found["totalRegressions"]
+    # The baseline arm has no regressions against itself; an unknown arm is not found.
+    right = {a["label"]: a for a in sweep["arms"]}["right"]
+    r = await client.get(
+        f"/model-sweeps/{sweep['id']}/arms/{right['id']}/regressions", headers=auth(admin_key)
+    )
+    assert r.json()["totalRegressions"] == 0
+    r = await client.get(
+        f"/model-sweeps/{sweep['id']}/arms/msa-nope/regressions", headers=auth(admin_key)
+    )
+    assert r.status_code == 404 and r.json()["error"]["field"] == "arm_id"
+    # A void sweep makes no cross-arm claim, a drill-down included.
+    async with db.write() as s:
+        await s.execute(
+            text("UPDATE preprod_runs SET version_label = 'other' WHERE id = :id"),
+            {"id": arm["runIds"][0]},
+        )
+    r = await client.get(url, headers=auth(admin_key))
+    assert r.status_code == 409 and "void" in r.json()["error"]["message"]

@@ -62,6 +62,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("POST", "/model-sweeps/{sweep_id}/cancel"): Case(404),
     ("GET", "/model-sweeps/{sweep_id}/comparison"): Case(404),
     ("POST", "/share-links/{link_id}/revoke"): Case(404),
+    ("GET", "/model-sweeps/{sweep_id}/arms/{arm_id}/regressions"): Case(404),
 }
 PUBLIC = {("GET", "/share/{token}")}
 """Routes whose path id is itself the permission: a share link's token opens its result for

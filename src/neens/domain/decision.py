@@ -124,6 +124,7 @@ __all__ = [
     "SweepComparison",
     "Verdict",
     "compare_sweep",
+    "regression_items",
 ]
 
 # --- the computation ------------------------------------------------------------------------------
@@ -371,6 +372,33 @@ def _attribute(evidence: Sequence[_Evidence], size: int) -> _Attribution:
 # --- counts per arm and group ---------------------------------------------------------------------
 
 
+def _regression_masks(
+    verdicts: npt.NDArray[np.uint8], baseline: npt.NDArray[np.uint8]
+) -> tuple[_Bools, _Bools]:
+    """Per item: regressed (the baseline passed it on all its k runs; this arm, scored, did not
+    pass it) and newly passed (the inverse)."""
+    passed = (verdicts == _PASS) | (verdicts == _PASS_ALL_K)
+    base_passed = (baseline == _PASS) | (baseline == _PASS_ALL_K)
+    regressed = (baseline == _PASS_ALL_K) & (verdicts != _UNSCORED) & ~passed
+    newly = (verdicts == _PASS_ALL_K) & (baseline != _UNSCORED) & ~base_passed
+    return regressed, newly
+
+
+def regression_items(
+    arm: ArmEvidence, baseline: ArmEvidence, item_ids: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """(regressed items, newly passed items) of `arm` against `baseline`, in item order: the
+    items `compare_sweep` counts as `regressions` and `new_passes`, by the same rule."""
+    index = {item_id: i for i, item_id in enumerate(item_ids)}
+    regressed, newly = _regression_masks(
+        _Evidence.of(arm, index).verdicts, _Evidence.of(baseline, index).verdicts
+    )
+    return (
+        [item_ids[i] for i in np.flatnonzero(regressed).tolist()],
+        [item_ids[i] for i in np.flatnonzero(newly).tolist()],
+    )
+
+
 def _count(
     evidence: Sequence[_Evidence], base: int, group: _Ints, groups: int
 ) -> list[list[_Counts]]:
@@ -383,7 +411,6 @@ def _count(
     baseline = evidence[base].verdicts
     base_scored = baseline != _UNSCORED
     base_pass = (baseline == _PASS) | (baseline == _PASS_ALL_K)
-    base_all_k = baseline == _PASS_ALL_K
     base_failed = base_scored & ~base_pass
     out: list[list[_Counts]] = []
     for j, arm in enumerate(evidence):
@@ -395,8 +422,8 @@ def _count(
         if j == base:
             regressions = new_passes = b = c = n11 = n00 = [0] * groups
         else:
-            regressions = count(base_all_k & failed)
-            new_passes = count((verdicts == _PASS_ALL_K) & base_failed)
+            regressed, newly = _regression_masks(verdicts, baseline)
+            regressions, new_passes = count(regressed), count(newly)
             b, c = count(base_pass & failed), count(base_failed & passed)
             n11, n00 = count(base_pass & passed), count(base_failed & failed)
         repeat_group = group[arm.item]

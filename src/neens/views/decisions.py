@@ -16,8 +16,11 @@ from neens.domain.decision import (
     RepeatColumns,
     SweepComparison,
     compare_sweep,
+    regression_items,
 )
+from neens.domain.stats import mean
 from neens.domain.sweeps import SweepRollup
+from neens.errors import Conflict, NotFound
 from neens.store import decisions as store
 from neens.store.db import Database
 from neens.store.models import ModelSweep
@@ -84,3 +87,183 @@ async def sweep_decision(
         baseline_arm_id=baseline_arm_id,
     )
     return SweepDecision(view, comparison)
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """The one failure signal a drill-down groups by, for the whole response, and its name."""
+
+    kind: str
+    """`classifier` (a classifier judge's labels) or `none` (nothing classifies these)."""
+    name: str | None
+    """The classifier judge's name."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegressedItem:
+    item_id: str
+    input: str
+    expected_output: str | None
+    baseline_passed_runs: int
+    baseline_scored_runs: int
+    passed_runs: int
+    scored_runs: int
+    score: float | None
+    """The mean of this arm's scores on the item's scored answers."""
+    answer: str | None
+    """What this arm answered on a failing run."""
+    reason: str | None
+    """What the judges said of that answer."""
+    session_ids: list[str]
+    mode: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Regressions:
+    decision: SweepDecision
+    arm_id: str
+    signal: Signal
+    modes: list[tuple[str, int]]
+    """(label, regressed items), most first; over the whole set, not the page."""
+    unclassified: int
+    items: list[RegressedItem]
+    total: int
+    new_passes: int
+
+
+def _runs(answers: list[store.Answer]) -> tuple[int, int]:
+    """(runs that passed the item, runs that scored it) over an arm's answers."""
+    scored = {a.run_id for a in answers if a.status == "scored"}
+    passed = {a.run_id for a in answers if a.status == "scored" and a.passed}
+    return len(passed), len(scored)
+
+
+async def arm_regressions(
+    db: Database,
+    project_id: str,
+    sweep_id: str,
+    arm_id: str,
+    *,
+    limit: int,
+    baseline_arm_id: str | None = None,
+) -> Regressions:
+    """Where an arm breaks against the baseline: its regressed items (by `regression_items`,
+    the rule the comparison counts with), grouped by one failure signal, the first `limit` with
+    their prompts, answers and the judges' reasons. Refused (409) on a void sweep: a regression
+    is a cross-arm claim."""
+    decision = await sweep_decision(db, project_id, sweep_id, baseline_arm_id=baseline_arm_id)
+    if not decision.comparison.comparable:
+        raise Conflict(
+            f"sweep {sweep_id} is void, so no arm is compared with another: "
+            f"{decision.comparison.void_reason}",
+            field="sweep_id",
+        )
+    arms = {arm.id: arm for arm in decision.rollup.arms}
+    if arm_id not in arms:
+        raise NotFound(f"no arm {arm_id!r} in sweep {sweep_id}", field="arm_id")
+    base_id = decision.comparison.baseline_arm_id
+    async with db.read() as s:
+        answers = await store.sweep_answers(s, sweep_id)
+        item_ids = await store.frozen_item_ids(s, decision.sweep.dataset_version_id)
+
+    def evidence(ident: str) -> ArmEvidence:
+        arm = arms[ident]
+        return ArmEvidence(
+            id=arm.id,
+            label=arm.label,
+            position=0,
+            status=arm.status,
+            passed=arm.passed,
+            runs=arm.runs,
+            repeats=RepeatColumns.from_rows(answers.get(ident, [])),
+        )
+
+    regressed, newly = regression_items(evidence(arm_id), evidence(base_id), item_ids)
+    async with db.read() as s:
+        mine = await store.arm_answers(s, sweep_id, arm_id, regressed)
+        theirs = await store.arm_answers(s, sweep_id, base_id, regressed)
+        failing = {
+            item: [a for a in mine.get(item, []) if a.status == "scored" and not a.passed]
+            for item in regressed
+        }
+        notes = await store.judge_notes(
+            s, [a.session_pk for found in failing.values() for a in found]
+        )
+        texts = await store.item_texts(s, regressed[:limit])
+    signal, labels = _signal(notes)
+    modes_of = {
+        item: _mode([labels.get(a.session_pk) for a in failing[item]]) for item in regressed
+    }
+    counts: dict[str, int] = {}
+    for mode in modes_of.values():
+        if mode is not None:
+            counts[mode] = counts.get(mode, 0) + 1
+    reasons = _reasons(notes)
+    items = []
+    for item in regressed[:limit]:
+        text = texts[item]
+        base_passed, base_scored = _runs(theirs.get(item, []))
+        passed, scored = _runs(mine.get(item, []))
+        scores = [a.score for a in mine.get(item, []) if a.score is not None]
+        first = failing[item][0] if failing[item] else None
+        items.append(
+            RegressedItem(
+                item_id=item,
+                input=text.input,
+                expected_output=text.expected_output,
+                baseline_passed_runs=base_passed,
+                baseline_scored_runs=base_scored,
+                passed_runs=passed,
+                scored_runs=scored,
+                score=mean(scores),
+                answer=None if first is None else first.output,
+                reason=None if first is None else reasons.get(first.session_pk),
+                session_ids=[a.session_id for a in mine.get(item, [])],
+                mode=modes_of[item],
+            )
+        )
+    return Regressions(
+        decision=decision,
+        arm_id=arm_id,
+        signal=signal,
+        modes=sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])),
+        unclassified=sum(1 for mode in modes_of.values() if mode is None),
+        items=items,
+        total=len(regressed),
+        new_passes=len(newly),
+    )
+
+
+def _signal(notes: list[store.JudgeNote]) -> tuple[Signal, dict[int, str]]:
+    """The classifier judge whose labels classify these sessions (the one labelling most of
+    them; ties by name), and its label per session; `none` when no classifier labelled any."""
+    labelled: dict[tuple[str, str], dict[int, str]] = {}
+    for note in notes:
+        if note.judge_type == "classifier" and note.label:
+            labelled.setdefault((note.judge_id, note.judge_name), {})[note.session_pk] = note.label
+    if not labelled:
+        return Signal("none", None), {}
+    (_, name), labels = min(labelled.items(), key=lambda kv: (-len(kv[1]), kv[0][1]))
+    return Signal("classifier", name), labels
+
+
+def _mode(labels: list[str | None]) -> str | None:
+    """One label per regressed item, so no regression is counted under two names: the label
+    most of its failing answers got (ties alphabetically); None when none got one."""
+    named = [label for label in labels if label]
+    if not named:
+        return None
+    return min(set(named), key=lambda label: (-named.count(label), label))
+
+
+def _reasons(notes: list[store.JudgeNote]) -> dict[int, str]:
+    """Per session, the reason of the first judge that did not pass it, else the first reason."""
+    first: dict[int, str] = {}
+    failing: dict[int, str] = {}
+    for note in notes:
+        if note.judge_type == "classifier" or not note.reason:
+            continue
+        first.setdefault(note.session_pk, note.reason)
+        if note.passed is False:
+            failing.setdefault(note.session_pk, note.reason)
+    return {**first, **failing}

@@ -1,4 +1,5 @@
-"""`/model-sweeps/{id}/comparison`: the decision over a sweep's arms, rendered as computed."""
+"""`/model-sweeps/{id}/comparison` and an arm's `/regressions`: the decision over a sweep's
+arms, and where one breaks, rendered as computed."""
 
 from __future__ import annotations
 
@@ -10,12 +11,18 @@ from neens.api.schemas.decisions import (
     AgentComparisonOut,
     ArmComparisonOut,
     BarOut,
+    CandidateOut,
+    FailureModeCount,
     McNemarOut,
+    RegressedItemOut,
+    RegressionsOut,
+    RunsOut,
+    SignalOut,
     SweepComparisonOut,
     VerdictOut,
 )
 from neens.domain.decision import AgentComparison, ArmComparison, Verdict
-from neens.views.decisions import SweepDecision, sweep_decision
+from neens.views.decisions import SweepDecision, arm_regressions, sweep_decision
 
 router = APIRouter(prefix="/model-sweeps", tags=["model-sweeps"])
 
@@ -129,3 +136,55 @@ async def get_comparison(
         db, principal.project_id, sweep_id, bar=bar, baseline_arm_id=baseline_arm
     )
     return comparison_out(decision)
+
+
+@router.get(
+    "/{sweep_id:sweep_id}/arms/{arm_id}/regressions", operation_id="model_sweeps-regressions"
+)
+async def get_regressions(
+    sweep_id: str,
+    arm_id: str,
+    principal: AnyKey,
+    db: DbDep,
+    limit: int = Query(default=50, ge=1, le=200, description="Regressed items to show."),
+    baseline_arm: str | None = Query(
+        default=None, alias="baselineArm", description="The arm to measure against."
+    ),
+) -> RegressionsOut:
+    """Where an arm breaks: the items the baseline passed on all its k runs and this arm, scored,
+    did not, grouped by one named failure signal, with prompts, answers and judges' reasons.
+    409 on a void sweep (a regression is a cross-arm claim)."""
+    found = await arm_regressions(
+        db, principal.project_id, sweep_id, arm_id, limit=limit, baseline_arm_id=baseline_arm
+    )
+    return RegressionsOut(
+        sweep_id=sweep_id,
+        arm_id=arm_id,
+        baseline_arm_id=found.decision.comparison.baseline_arm_id,
+        signal=SignalOut(kind=found.signal.kind, name=found.signal.name),
+        failure_modes=[FailureModeCount(label=label, count=n) for label, n in found.modes],
+        unclassified=found.unclassified,
+        items=[
+            RegressedItemOut(
+                item_id=item.item_id,
+                input=item.input,
+                expected_output=item.expected_output,
+                failure_mode=item.mode,
+                baseline=RunsOut(
+                    passed_runs=item.baseline_passed_runs, scored_runs=item.baseline_scored_runs
+                ),
+                candidate=CandidateOut(
+                    passed_runs=item.passed_runs,
+                    scored_runs=item.scored_runs,
+                    score=item.score,
+                    answer=item.answer,
+                    reason=item.reason,
+                    session_ids=item.session_ids,
+                ),
+            )
+            for item in found.items
+        ],
+        total_regressions=found.total,
+        truncated=found.total > len(found.items),
+        new_passes=found.new_passes,
+    )

@@ -108,3 +108,58 @@ class SweepComparisonOut(ResponseBody):
     agents: list[AgentComparisonOut] = Field(
         description="The same per agent name; Unattributed last."
     )
+
+
+class SignalOut(ResponseBody):
+    kind: str = Field(
+        description="The one failure signal grouping the whole response: `classifier` (a "
+        "classifier judge's labels) or `none`."
+    )
+    name: str | None = Field(description="The classifier judge's name.")
+
+
+class FailureModeCount(ResponseBody):
+    label: str = Field(description="The label the signal gave.")
+    count: int = Field(description="Regressed items with that label, over the whole set.")
+
+
+class RunsOut(ResponseBody):
+    passed_runs: int = Field(description="Runs that passed the item.")
+    scored_runs: int = Field(description="Runs that scored it.")
+
+
+class CandidateOut(RunsOut):
+    score: float | None = Field(description="Mean score over this arm's scored answers.")
+    answer: str | None = Field(description="What this arm answered on a failing run.")
+    reason: str | None = Field(description="What the judge said of that answer.")
+    session_ids: list[str] = Field(description="This arm's captured sessions of the item.")
+
+
+class RegressedItemOut(ResponseBody):
+    item_id: str = Field(description="The dataset item.")
+    input: str = Field(description="The frozen prompt.")
+    expected_output: str | None = Field(description="The frozen expected answer.")
+    failure_mode: str | None = Field(description="Its label under the signal; null: unclassified.")
+    baseline: RunsOut = Field(description="The baseline arm on this item.")
+    candidate: CandidateOut = Field(description="This arm on this item.")
+
+
+class RegressionsOut(ResponseBody):
+    sweep_id: str = Field(description="`msw-…`.")
+    arm_id: str = Field(description="The arm drilled into.")
+    baseline_arm_id: str = Field(description="The arm it is measured against.")
+    signal: SignalOut = Field(description="The one signal the response groups by, named.")
+    failure_modes: list[FailureModeCount] = Field(
+        description="Labels with their counts over every regression, most first."
+    )
+    unclassified: int = Field(
+        description="Regressed items the signal gave no label: never dropped."
+    )
+    items: list[RegressedItemOut] = Field(
+        description="Up to `limit` regressed items, in item order."
+    )
+    total_regressions: int = Field(description="Every regressed item, not just this page.")
+    truncated: bool = Field(description="True when `items` was cut to `limit`.")
+    new_passes: int = Field(
+        description="Items this arm passed on all k runs that the baseline did not."
+    )
