@@ -511,3 +511,17 @@ def test_a_server_gone_while_waiting_exits_3_writes_no_json_and_says_how_to_deci
     out = capsys.readouterr()
     assert out.out == ""  # stdout is the comparison or nothing
     assert "follow it again with `neens sweep decide msw-1 --wait`" in out.err
+
+
+def test_wait_on_a_finished_sweep_reads_the_verdict_once_and_polls_nothing(
+    env: Scripted, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env.reply("GET", PATH, Reply(200, comparison("recommended")))
+
+    assert cli.main(["sweep", "decide", "msw-1", "--wait", "--require-winner"]) == 0
+
+    assert env.paths() == [f"GET {PATH}"]
+    out = capsys.readouterr()
+    assert "Verdict: the server's recommended sentence." in out.out
+    assert "neens: mini is recommended (--require-winner)." in out.err
+    assert "waiting for sweep" not in out.err
