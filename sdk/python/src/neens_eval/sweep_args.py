@@ -1,5 +1,5 @@
-"""The command line of `neens sweep preview|start|get|cancel`: the flags, their types, the checks
-on which flags go together, and the request body the flags describe.
+"""The command line of `neens sweep preview|start|get|cancel|decide`: the flags, their types, the
+checks on which flags go together, and the request (body or query) the flags describe.
 """
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from neens_eval.errors import ApiError, ConfigError
 from neens_eval.eval_args import _count, _fraction, _positive_int, _seconds, _window
@@ -22,14 +22,29 @@ DEFAULT_SWEEP_TIMEOUT_S: Final = 3600.0
 
 EXIT_CODES_HELP: Final = """\
 exit codes:
-  0  done: the sweep was previewed, started, read or cancelled; a finished sweep whose arms did
-     not all pass still exits 0 (a sweep is informational)
-  1  --require-all-arms, and an arm did not pass pass^k
+  0  done: the sweep was previewed, started, read, cancelled or decided; a finished sweep whose
+     arms did not all pass, or in which no arm clears the bar, still exits 0 (a sweep is
+     informational)
+  1  --require-all-arms, and an arm did not pass pass^k; or `decide --require-winner`, and the
+     verdict recommends no arm
   2  usage or configuration error, or the server refused the request (a 4xx answer)
   3  no verdict: the server could not be reached for the whole retry window, or --timeout ran
-     out while waiting (or --require-all-arms on a sweep that has not finished)
+     out while waiting (or --require-all-arms or --require-winner on a sweep that has not
+     finished)
   4  the evidence cannot be trusted or does not exist: the sweep is void (always, with the
      reason), or failed, or was cancelled (with the reason)
+"""
+
+DECIDE_EXIT_CODES_HELP: Final = """\
+exit codes:
+  0  the verdict was read, whatever it says (a sweep is informational), and also while the
+     sweep is still running when neither --wait nor --require-winner was given
+  1  --require-winner, and the verdict of the finished sweep recommends no arm
+  2  usage or configuration error (such as a --bar outside 0..1), or the server refused the
+     request (such as a --baseline-arm that is not an arm of the sweep)
+  3  no verdict: the server could not be reached for the whole retry window, --timeout ran out
+     while waiting, or --require-winner on a sweep that has not finished
+  4  the sweep is void (always, with the reason, --json too), failed or cancelled
 """
 
 
@@ -75,15 +90,17 @@ def add_commands(
     start: Callable[[argparse.Namespace], int],
     get: Callable[[argparse.Namespace], int],
     cancel: Callable[[argparse.Namespace], int],
+    decide: Callable[[argparse.Namespace], int],
 ) -> None:
-    """Add the `sweep` group and its four commands, carried out by the given handlers."""
+    """Add the `sweep` group and its five commands, carried out by the given handlers."""
     group = subparsers.add_parser(
         "sweep",
         help="compare models: one golden dataset against several agent endpoints, k runs each",
         description=(
             "Run a model sweep: replay one frozen golden dataset against several arms (one "
             "model behind one agent connection each) under identical conditions; an arm passes "
-            "only when all k of its runs are green. Preview the cost first, then start it."
+            "only when all k of its runs are green. Preview the cost first, then start it, then "
+            "read the server's decision."
         ),
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -148,6 +165,48 @@ def add_commands(
     _add_output(cancel_parser, waits=False)
     cancel_parser.set_defaults(func=cancel)
 
+    decide_parser = commands.add_parser(
+        "decide",
+        help="read the server's verdict: which arm to ship, at what bar and cost, per agent",
+        description=(
+            "Read the comparison of a sweep's arms and print the server's verdict: the sentence, "
+            "the bar and where it came from, the leaderboard as the server ranked it (each "
+            "arm's rate with n and its 95% Wilson interval, flaky items, cost per case, "
+            "regressions and new passes against the baseline arm), then the verdict per agent. "
+            "Nothing is ranked here: the order is the server's. With --wait, follow the sweep "
+            "until it is finished first."
+        ),
+        epilog=DECIDE_EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="neens sweep decide (--sweep-id ID | SWEEP_ID) [--bar X] [--baseline-arm ARM_ID] "
+        "[--wait] [--timeout SECONDS] [--require-winner] [--retry-window SECONDS] [--json]",
+    )
+    decide_parser.add_argument(
+        "sweep_id",
+        nargs="?",
+        metavar="SWEEP_ID",
+        help="the sweep (msw-…), as with `neens sweep get`; the same as --sweep-id",
+    )
+    decision = decide_parser.add_argument_group("the decision")
+    decision.add_argument(
+        "--sweep-id", dest="sweep_id_flag", metavar="ID", help="the sweep to decide (msw-…)"
+    )
+    decision.add_argument(
+        "--bar",
+        type=_fraction,
+        metavar="X",
+        help="the pass rate an arm must clear, 0..1 (0.9 is 90%%); default: the sweep's pinned "
+        "gate min_pass_rate, else the server's default, 0.9",
+    )
+    decision.add_argument(
+        "--baseline-arm",
+        metavar="ARM_ID",
+        help="the arm (msa-…) savings, regressions and new passes are measured against; "
+        "default: the first arm of the sweep, never the best performer",
+    )
+    _add_output(decide_parser, waits=True, require="winner")
+    decide_parser.set_defaults(func=decide)
+
 
 def _add_definition(parser: argparse.ArgumentParser, *, creating: bool) -> None:
     group = parser.add_argument_group("the sweep")
@@ -206,7 +265,12 @@ def _add_definition(parser: argparse.ArgumentParser, *, creating: bool) -> None:
     )
 
 
-def _add_output(parser: argparse.ArgumentParser, *, waits: bool) -> None:
+def _add_output(
+    parser: argparse.ArgumentParser,
+    *,
+    waits: bool,
+    require: Literal["all-arms", "winner"] = "all-arms",
+) -> None:
     group = parser.add_argument_group("waiting and output")
     if waits:
         group.add_argument(
@@ -222,11 +286,19 @@ def _add_output(parser: argparse.ArgumentParser, *, waits: bool) -> None:
             help=f"with --wait: how long to wait (default {DEFAULT_SWEEP_TIMEOUT_S:g}); then "
             f"exit 3",
         )
-        group.add_argument(
-            "--require-all-arms",
-            action="store_true",
-            help="exit 1 unless every arm passed pass^k (default: a sweep is informational)",
-        )
+        if require == "winner":
+            group.add_argument(
+                "--require-winner",
+                action="store_true",
+                help="exit 1 unless the verdict recommends an arm (one clears the bar), 3 while "
+                "the sweep has not finished (default: the verdict is informational)",
+            )
+        else:
+            group.add_argument(
+                "--require-all-arms",
+                action="store_true",
+                help="exit 1 unless every arm passed pass^k (default: a sweep is informational)",
+            )
     group.add_argument(
         "--retry-window",
         type=_window,
@@ -292,6 +364,42 @@ def sweep_body(args: argparse.Namespace, *, creating: bool) -> dict[str, Any]:
     return body
 
 
+@dataclass(frozen=True, slots=True)
+class DecideRequest:
+    """What `neens sweep decide` asks: the sweep, and the query of its comparison."""
+
+    sweep_id: str
+    bar: float | None
+    baseline_arm: str | None
+
+    def params(self) -> dict[str, str | None]:
+        """The query of GET /model-sweeps/{id}/comparison (None values are left out); the bar
+        as `repr` writes it, so it reaches the server with every digit it was given."""
+        bar = None if self.bar is None else repr(self.bar)
+        return {"bar": bar, "baselineArm": self.baseline_arm}
+
+
+def decide_request(args: argparse.Namespace) -> DecideRequest:
+    """The sweep and the query `neens sweep decide`'s flags describe; a `ConfigError` when the
+    sweep is missing, given twice differently, or --baseline-arm is empty."""
+    positional, flag = _given(args.sweep_id), _given(args.sweep_id_flag)
+    if positional is not None and flag is not None and positional != flag:
+        raise ConfigError(
+            f"two different sweeps were given ({positional} and --sweep-id {flag}); give one, "
+            f"with --sweep-id msw-…"
+        )
+    sweep_id = flag or positional
+    if sweep_id is None:
+        raise ConfigError("give the sweep to decide with --sweep-id msw-…")
+    baseline = args.baseline_arm
+    if baseline is not None and _given(baseline) is None:
+        raise ConfigError(
+            "--baseline-arm is empty; give the arm id (msa-…) to compare against, or leave the "
+            "flag out to compare against the first arm"
+        )
+    return DecideRequest(sweep_id, args.bar, _given(baseline))
+
+
 FIELD_FLAGS: Final = {
     "name": "--name",
     "versionLabel": "--version-label",
@@ -303,20 +411,28 @@ FIELD_FLAGS: Final = {
     "gate": "--min-pass-rate/--max-regressions",
     "arms": "--arm",
 }
+DECIDE_FIELD_FLAGS: Final = {
+    "bar": "--bar",
+    "baselineArm": "--baseline-arm",
+    "sweep_id": "--sweep-id",
+}
+"""The query fields (and the path's sweep id) of GET /model-sweeps/{id}/comparison, by flag."""
 _ARM_FIELD = re.compile(r"arms\[(\d+)\]")
 
 
-def refused_as_usage(error: ApiError, arms: Sequence[Arm]) -> ConfigError | None:
-    """A 4xx refusal of the sweep's body, said in terms of the flag that carried the field
+def refused_as_usage(
+    error: ApiError, arms: Sequence[Arm] = (), flags: Mapping[str, str] = FIELD_FLAGS
+) -> ConfigError | None:
+    """A 4xx refusal of the request, said in terms of the flag that carried the field
     (`arms[1].label` is the second `--arm`, quoted as it was given); None when the error names
-    no field of the body."""
+    no field of the request. `flags` maps the fields to their flags."""
     if not 400 <= error.status < 500 or not error.field:
         return None
     match = _ARM_FIELD.match(error.field)
     if match is not None and int(match[1]) < len(arms):
         index = int(match[1])
         return ConfigError(f"--arm {arms[index].text!r} (arm {index + 1}): {error}")
-    flag = FIELD_FLAGS.get(error.field.split(".", 1)[0].split("[", 1)[0])
+    flag = flags.get(error.field.split(".", 1)[0].split("[", 1)[0])
     if flag is None:
         return None
     return ConfigError(f"{flag}: {error}")
