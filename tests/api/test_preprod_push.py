@@ -137,7 +137,7 @@ async def test_a_misbehaving_endpoint_errors_each_item_with_its_reason_and_fails
     assert done["error"]
     items = await items_of(client, admin_key, run["id"])
     assert [i["status"] for i in items] == ["error", "error"]
-    assert all(reason in i["error"] for i in items), items
+    assert all(reason in i["error"] for i in items), [i["error"] for i in items]
     gate = (await client.get(f"/preprod-evals/{run['id']}/gate", headers=auth(admin_key))).json()
     assert gate["passed"] is False
 
