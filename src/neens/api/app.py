@@ -25,6 +25,7 @@ from neens.api.openapi import install_openapi
 from neens.api.routers import (
     agent_connections,
     datasets,
+    failure_modes,
     health,
     insights,
     judges,
@@ -37,6 +38,7 @@ from neens.api.routers import (
     pricing,
     scores,
     sessions,
+    stress_test_suites,
     traces,
 )
 from neens.domain.pricing import load_price_table
@@ -61,6 +63,8 @@ ROUTERS = (
     preprod_review,
     preprod_compare,
     model_sweeps,
+    failure_modes,
+    stress_test_suites,
     scores,
     insights,
     notification_sinks,

@@ -19,10 +19,12 @@ from neens.errors import NotFound
 from neens.store.models import (
     AgentConnection,
     Dataset,
+    FailureMode,
     Judge,
     ModelSweep,
     NotificationSink,
     PreprodRun,
+    StressTestSuite,
     TraceSession,
 )
 
@@ -73,6 +75,8 @@ JUDGE = Resource(Judge, "judge", "judge_id")
 SINK = Resource(NotificationSink, "notification sink", "sink_id")
 SESSION = Resource(TraceSession, "session", "session_id", key="trace_id")
 SWEEP = Resource(ModelSweep, "model sweep", "sweep_id")
+FAILURE_MODE = Resource(FailureMode, "failure mode", "failure_mode_id")
+SUITE = Resource(StressTestSuite, "stress-test suite", "suite_id")
 
 
 async def owned(
