@@ -189,9 +189,8 @@ async def test_annotating_refuses_what_is_not_this_projects_naming_the_field(
 
 async def _pks(db: Database, *trace_ids: str) -> list[int]:
     async with db.read() as s:
-        rows = {
-            t: pk for t, pk in (await s.execute(select(TraceSession.trace_id, TraceSession.pk)))
-        }
+        result = await s.execute(select(TraceSession.trace_id, TraceSession.pk))
+        rows: dict[str, int] = {row.trace_id: row.pk for row in result}
     return [rows[t] for t in trace_ids]
 
 
