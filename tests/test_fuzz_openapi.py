@@ -90,7 +90,13 @@ def _seed(url: str, headers: dict[str, str]) -> dict[str, str]:
         judge = post("/judges", {"name": "exact", "type": "managed", "check": "exact_match"})
         connection = post("/agent-connections", {"name": "agent", "url": "http://127.0.0.1:9/a"})
         sink = post("/notification-sinks", {"name": "sink", "url": "http://127.0.0.1:9/hook"})
-        session = post("/sessions", {"session": {"id": "s-1"}, "spans": [{"id": "1", "name": "a"}]})
+        session = post(
+            "/sessions",
+            {"session": {"id": "s-1"}, "spans": [{"id": "1", "name": "a", "input": "2+2?"}]},
+        )
+        mode = post("/failure-modes", {"name": "wrong sum"})
+        post("/sessions/s-1/failure-modes", {"failureModeId": mode["id"], "confirmed": True})
+        suite = post("/stress-test-suites", {"name": "sums", "failureModeIds": [mode["id"]]})
         run = post("/preprod-evals", {"dataset_id": ds, "version_label": "v1"})
         other = post("/agent-connections", {"name": "other", "url": "http://127.0.0.1:9/b"})
         arms = [
@@ -111,6 +117,7 @@ def _seed(url: str, headers: dict[str, str]) -> dict[str, str]:
             "session_id": str(session["sessionId"]),
             "run_id": str(run["id"]),
             "sweep_id": str(sweep["id"]),
+            "suite_id": str(suite["id"]),
             "model": "m-1",
         }
 

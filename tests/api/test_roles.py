@@ -113,8 +113,19 @@ async def _project(client: httpx.AsyncClient, key: CreatedKey) -> dict[str, str]
         "/notification-sinks", json={"name": "hook", "url": "http://127.0.0.1:9/hook"}, headers=h
     )
     session_id = f"sess-{key.project_id}"
-    session = {"session": {"id": session_id}, "spans": [{"id": "s1", "name": "agent.run"}]}
+    session = {
+        "session": {"id": session_id},
+        "spans": [{"id": "s1", "name": "agent.run", "input": "Refund order 1001"}],
+    }
     assert (await client.post("/sessions", json=session, headers=h)).status_code == 200
+    mode = await client.post("/failure-modes", json={"name": "wrong refund"}, headers=h)
+    assert mode.status_code == 201, mode.text
+    body = {"failureModeId": mode.json()["id"], "confirmed": True}
+    r = await client.post(f"/sessions/{session_id}/failure-modes", json=body, headers=h)
+    assert r.status_code == 200, r.text
+    body = {"name": "incidents", "failureModeIds": [mode.json()["id"]]}
+    suite = await client.post("/stress-test-suites", json=body, headers=h)
+    assert suite.status_code == 201, suite.text
     return {
         "dataset_id": ds,
         "version_id": version,
@@ -129,6 +140,8 @@ async def _project(client: httpx.AsyncClient, key: CreatedKey) -> dict[str, str]
         "judge_id": judge.json()["id"],
         "sink_id": sink.json()["id"],
         "session_id": session_id,
+        "failure_mode_id": mode.json()["id"],
+        "suite_id": suite.json()["id"],
         "model": "my-model",
     }
 
@@ -168,6 +181,15 @@ def _body(method: str, path: str, ids: dict[str, str], n: int) -> dict[str, Any]
         ("POST", "/share-links"): {"resourceType": "sweep_decision", "resourceId": ids["sweep_id"]},
         ("POST", "/model-sweeps/preview"): _sweep_body(ids, n),
         ("POST", "/v1/logs"): {"resourceLogs": []},
+        ("POST", "/failure-modes"): {"name": f"mode {n}"},
+        ("POST", "/sessions/{session_id}/failure-modes"): {
+            "failureModeId": ids["failure_mode_id"],
+            "confirmed": True,
+        },
+        ("POST", "/stress-test-suites"): {
+            "name": f"suite {n}",
+            "failureModeIds": [ids["failure_mode_id"]],
+        },
     }
     return bodies.get((method, path))
 

@@ -58,6 +58,12 @@ CASES: dict[tuple[str, str], Case] = {
     ("POST", "/preprod-evals/{run_id}/items/{item_id}/error"): Case(404, {"reason": "crashed"}),
     ("GET", "/preprod-evals/{run_id}/metrics"): Case(404),
     ("GET", "/sessions/{session_id}"): Case(404),
+    ("GET", "/sessions/{session_id}/failure-modes"): Case(404),
+    # The session is looked up first, so B's body cannot tell whether A's mode id exists.
+    ("POST", "/sessions/{session_id}/failure-modes"): Case(
+        404, {"failureModeId": "fm_000000000000000000000000", "confirmed": True}
+    ),
+    ("GET", "/stress-test-suites/{suite_id}"): Case(404),
     ("GET", "/model-sweeps/{sweep_id}"): Case(404),
     ("POST", "/model-sweeps/{sweep_id}/cancel"): Case(404),
     ("GET", "/model-sweeps/{sweep_id}/comparison"): Case(404),

@@ -26,6 +26,7 @@ from neens.api.openapi import install_openapi
 from neens.api.routers import (
     agent_connections,
     datasets,
+    failure_modes,
     health,
     insights,
     judges,
@@ -40,6 +41,7 @@ from neens.api.routers import (
     sessions,
     share_links,
     sweep_decisions,
+    stress_test_suites,
     traces,
 )
 from neens.domain.pricing import load_price_table
@@ -68,6 +70,8 @@ ROUTERS = (
     model_sweeps,
     sweep_decisions,
     share_links,
+    failure_modes,
+    stress_test_suites,
     scores,
     insights,
     notification_sinks,

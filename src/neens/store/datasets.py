@@ -88,18 +88,28 @@ async def _require_dataset(s: AsyncSession, project_id: str, dataset_id: str) ->
 
 async def create_dataset(db: Database, project_id: str, name: str) -> DatasetInfo:
     async with db.write() as s:
-        exists = await s.scalar(
-            select(Dataset.id).where(owned_by(Dataset, project_id), Dataset.name == name)
+        dataset = await add_dataset(
+            s, project_id, name, exists_hint="push a new version to it instead"
         )
-        if exists is not None:
-            raise Conflict(
-                f"a dataset named {name!r} already exists ({exists}); "
-                "push a new version to it instead",
-                field="name",
-            )
-        dataset = Dataset(id=new_id("ds_"), project_id=project_id, name=name)
-        s.add(dataset)
     return DatasetInfo(dataset.id, dataset.name, dataset.created_at, None, None, 0)
+
+
+async def add_dataset(
+    s: AsyncSession, project_id: str, name: str, *, exists_hint: str, field: str = "name"
+) -> Dataset:
+    """A new empty dataset in the caller's transaction; 409 naming `field` when the project has
+    a dataset of that name (`exists_hint` says what to do instead)."""
+    exists = await s.scalar(
+        select(Dataset.id).where(owned_by(Dataset, project_id), Dataset.name == name)
+    )
+    if exists is not None:
+        raise Conflict(
+            f"a dataset named {name!r} already exists ({exists}); {exists_hint}", field=field
+        )
+    dataset = Dataset(id=new_id("ds_"), project_id=project_id, name=name)
+    s.add(dataset)
+    await s.flush()
+    return dataset
 
 
 async def list_datasets(
@@ -127,36 +137,45 @@ async def create_version(
     async with db.write() as s:
         # Lock the dataset row (PostgreSQL) so concurrent pushes get distinct version numbers.
         await owned(s, DATASET, project_id, dataset_id, for_update=True)
-        number = (
-            await s.scalar(
-                select(func.max(DatasetVersion.number)).where(
-                    DatasetVersion.dataset_id == dataset_id
-                )
-            )
-            or 0
-        ) + 1
-        version = DatasetVersion(
-            id=new_id("dsv_"), dataset_id=dataset_id, number=number, item_count=len(items)
+        version = await add_version(s, dataset_id, items, golden=golden)
+    return VersionInfo(
+        version.id, dataset_id, version.number, len(items), golden, version.created_at
+    )
+
+
+async def add_version(
+    s: AsyncSession, dataset_id: str, items: list[NewItem], *, golden: bool
+) -> DatasetVersion:
+    """The dataset's next version in the caller's transaction, which has locked the dataset's
+    row (`owned(..., for_update=True)`) or created it."""
+    number = (
+        await s.scalar(
+            select(func.max(DatasetVersion.number)).where(DatasetVersion.dataset_id == dataset_id)
         )
-        s.add(version)
-        await s.flush()
-        await s.execute(
-            insert(DatasetItem),
-            [
-                {
-                    "id": new_id("dsi_"),
-                    "version_id": version.id,
-                    "position": position,
-                    "input": item.input,
-                    "expected_output": item.expected_output,
-                    "item_metadata": item.metadata,
-                }
-                for position, item in enumerate(items)
-            ],
-        )
-        if golden:
-            s.add(GoldenMark(dataset_id=dataset_id, version_id=version.id))
-    return VersionInfo(version.id, dataset_id, number, len(items), golden, version.created_at)
+        or 0
+    ) + 1
+    version = DatasetVersion(
+        id=new_id("dsv_"), dataset_id=dataset_id, number=number, item_count=len(items)
+    )
+    s.add(version)
+    await s.flush()
+    await s.execute(
+        insert(DatasetItem),
+        [
+            {
+                "id": new_id("dsi_"),
+                "version_id": version.id,
+                "position": position,
+                "input": item.input,
+                "expected_output": item.expected_output,
+                "item_metadata": item.metadata,
+            }
+            for position, item in enumerate(items)
+        ],
+    )
+    if golden:
+        s.add(GoldenMark(dataset_id=dataset_id, version_id=version.id))
+    return version
 
 
 async def list_versions(db: Database, project_id: str, dataset_id: str) -> list[VersionInfo]:

@@ -280,6 +280,66 @@ class Judge(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class FailureMode(Base):
+    """A named way the agent fails, in the project's taxonomy. A classifier judge's label
+    resolves to the mode whose name equals it exactly (case-sensitive)."""
+
+    __tablename__ = "failure_modes"
+    __table_args__ = (
+        UniqueConstraint("project_id", "name"),
+        Index(None, "project_id", "created_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class FailureModeAnnotation(Base):
+    """A person's verdict that one session shows (`confirmed`) or does not show one failure
+    mode. One per (session, mode): posting the pair again replaces it, so the row holds the
+    current verdict, and `updated_at` says when it was given."""
+
+    __tablename__ = "failure_mode_annotations"
+    __table_args__ = (
+        UniqueConstraint("session_pk", "failure_mode_id"),
+        Index(None, "failure_mode_id", "confirmed"),
+    )
+
+    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    session_pk: Mapped[int] = mapped_column(BigIntPk, ForeignKey("sessions.pk", ondelete="CASCADE"))
+    failure_mode_id: Mapped[str] = mapped_column(ForeignKey("failure_modes.id", ondelete="CASCADE"))
+    confirmed: Mapped[bool] = mapped_column()
+    note: Mapped[str | None] = mapped_column(Text, default=None)
+    expected_output: Mapped[str | None] = mapped_column(Text, default=None)
+    """The answer the agent should have given; a stress-test suite item built from this
+    session carries it as its expected output."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class StressTestSuite(Base):
+    """A golden dataset version frozen from the sessions confirmed in some failure modes."""
+
+    __tablename__ = "stress_test_suites"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    failure_mode_ids: Mapped[list[Any]] = mapped_column(default=list)
+    dataset_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    dataset_version_id: Mapped[str] = mapped_column(
+        ForeignKey("dataset_versions.id", ondelete="CASCADE")
+    )
+    item_count: Mapped[int] = mapped_column(Integer)
+    skipped: Mapped[list[Any]] = mapped_column(default=list)
+    """Confirmed sessions left out, with why: `[{"sessionId", "reason"}]`."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class PreprodRun(Base):
     """A pre-prod evaluation run. Everything that defines it is copied at create and frozen."""
 

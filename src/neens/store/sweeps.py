@@ -37,6 +37,7 @@ from neens.store.models import (
     TraceSession,
 )
 from neens.store.runs import NewRun, create_run_in, resolve_replayed_version
+from neens.store.stress_suites import suite_version
 from neens.store.tenancy import CONNECTION, SWEEP, in_project, owned, owned_by
 from neens.store.types import storable_text, utcnow
 
@@ -59,6 +60,8 @@ class NewSweep:
     """None: the project's Primary Score, resolved and pinned at create."""
     gate: dict[str, Any]
     arms: list[NewArm]
+    suite_id: str | None = None
+    """A stress-test suite whose frozen version is replayed instead of a named one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +141,13 @@ async def plan_sweep(s: AsyncSession, project_id: str, new: NewSweep) -> SweepPl
 
 
 async def _sweep_version(s: AsyncSession, project_id: str, new: NewSweep) -> tuple[str, str]:
-    """(dataset, version) from `datasetId` and/or `datasetVersionId`."""
+    """(dataset, version) from `suiteId`, or from `datasetId` and/or `datasetVersionId`."""
+    if new.suite_id is not None:
+        return await _suite_version(s, project_id, new, new.suite_id)
     dataset_id = new.dataset_id
     if dataset_id is None:
         if new.dataset_version_id is None:
-            raise Unprocessable("give datasetId or datasetVersionId", field="datasetId")
+            raise Unprocessable("give datasetId, datasetVersionId or suiteId", field="datasetId")
         dataset_id = await s.scalar(
             select(DatasetVersion.dataset_id)
             .join(Dataset, Dataset.id == DatasetVersion.dataset_id)
@@ -160,6 +165,25 @@ async def _sweep_version(s: AsyncSession, project_id: str, new: NewSweep) -> tup
             exc.field or "", exc.field
         )
         raise
+
+
+async def _suite_version(
+    s: AsyncSession, project_id: str, new: NewSweep, suite_id: str
+) -> tuple[str, str]:
+    """The suite's frozen (dataset, version); a `datasetId` or `datasetVersionId` given beside
+    it must name the same, or the request is ambiguous (422 naming `suiteId`)."""
+    dataset_id, version_id = await suite_version(s, project_id, suite_id, field="suiteId")
+    for given, pinned, name in (
+        (new.dataset_id, dataset_id, "datasetId"),
+        (new.dataset_version_id, version_id, "datasetVersionId"),
+    ):
+        if given is not None and given != pinned:
+            raise Unprocessable(
+                f"suite {suite_id} replays version {version_id} of dataset {dataset_id}, but "
+                f"{name} names {given!r}: give suiteId alone",
+                field="suiteId",
+            )
+    return dataset_id, version_id
 
 
 async def prompts_of(s: AsyncSession, version_id: str) -> list[tuple[str, str | None]]:

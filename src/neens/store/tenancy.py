@@ -19,11 +19,13 @@ from neens.errors import NotFound
 from neens.store.models import (
     AgentConnection,
     Dataset,
+    FailureMode,
     Judge,
     ModelSweep,
     NotificationSink,
     PreprodRun,
     ShareLink,
+    StressTestSuite,
     TraceSession,
 )
 
@@ -75,6 +77,8 @@ SINK = Resource(NotificationSink, "notification sink", "sink_id")
 SESSION = Resource(TraceSession, "session", "session_id", key="trace_id")
 SWEEP = Resource(ModelSweep, "model sweep", "sweep_id")
 SHARE_LINK = Resource(ShareLink, "share link", "link_id")
+FAILURE_MODE = Resource(FailureMode, "failure mode", "failure_mode_id")
+SUITE = Resource(StressTestSuite, "stress-test suite", "suite_id")
 
 
 async def owned(

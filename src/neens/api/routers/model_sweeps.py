@@ -42,8 +42,8 @@ def new_sweep(body: SweepIn, *, creating: bool) -> NewSweep:
             "versionLabel is required: what is being evaluated, e.g. a git SHA",
             field="versionLabel",
         )
-    if body.dataset_id is None and body.dataset_version_id is None:
-        raise Unprocessable("give datasetId or datasetVersionId", field="datasetId")
+    if body.dataset_id is None and body.dataset_version_id is None and body.suite_id is None:
+        raise Unprocessable("give datasetId, datasetVersionId or suiteId", field="datasetId")
     gate = parse_gate_policy(body.gate if body.gate is not None else {}).to_dict()
     label = body.version_label or ""
     return NewSweep(
@@ -56,6 +56,7 @@ def new_sweep(body: SweepIn, *, creating: bool) -> NewSweep:
         judge_ids=body.judge_deployment_ids,
         gate=gate,
         arms=[NewArm(arm.label, arm.agent_connection_id) for arm in body.arms],
+        suite_id=body.suite_id,
     )
 
 

@@ -34,6 +34,9 @@ class SweepIn(_CamelRequest):
     """The golden dataset, `ds_…`; its golden version is replayed unless one is pinned."""
     dataset_version_id: str | None = Field(default=None, min_length=1, max_length=200)
     """Pin a version of the dataset instead of its golden one."""
+    suite_id: str | None = Field(default=None, min_length=1, max_length=200)
+    """Replay a stress-test suite, `sts_…`: its frozen dataset version, instead of naming a
+    dataset."""
     pass_k: StrictInt = Field(default=3, ge=1)
     """Runs per arm; an arm passes only when all k are green."""
     budget_usd: float | None = Field(default=None, ge=0)
