@@ -40,8 +40,8 @@ from neens.api.routers import (
     scores,
     sessions,
     share_links,
-    sweep_decisions,
     stress_test_suites,
+    sweep_decisions,
     traces,
 )
 from neens.domain.pricing import load_price_table
