@@ -272,6 +272,25 @@ async def test_the_drill_down_lists_where_an_arm_breaks_grouped_by_one_named_sig
         f"/model-sweeps/{sweep['id']}/arms/msa-nope/regressions", headers=auth(admin_key)
     )
     assert r.status_code == 404 and r.json()["error"]["field"] == "arm_id"
+    # Once a person confirms a failure mode on a regressed answer, that is the signal, linked to
+    # the taxonomy; the other regressed item stays counted as unclassified.
+    r = await client.post(
+        "/failure-modes", json={"name": "made-up answer"}, headers=auth(admin_key)
+    )
+    assert r.status_code == 201, r.text
+    mode = r.json()["id"]
+    session = item["candidate"]["sessionIds"][0]
+    r = await client.post(
+        f"/sessions/{session}/failure-modes",
+        json={"failureModeId": mode, "confirmed": True},
+        headers=auth(admin_key),
+    )
+    assert r.status_code in (200, 201), r.text
+    found = (await client.get(url, headers=auth(admin_key))).json()
+    assert found["signal"] == {"kind": "annotation", "name": None}
+    assert found["failureModes"] == [{"label": "made-up answer", "count": 1, "failureModeId": mode}]
+    assert found["unclassified"] == 1
+    assert [i["failureMode"] for i in found["items"]] == ["made-up answer", None]
     # A void sweep makes no cross-arm claim, a drill-down included.
     async with db.write() as s:
         await s.execute(

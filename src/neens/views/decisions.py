@@ -23,6 +23,7 @@ from neens.domain.sweeps import SweepRollup
 from neens.errors import Conflict, NotFound
 from neens.store import decisions as store
 from neens.store.db import Database
+from neens.store.failure_modes import annotations_for_sessions, failure_modes_named
 from neens.store.models import ModelSweep
 from neens.views.sweeps import SweepView, sweep_detail
 
@@ -94,9 +95,10 @@ class Signal:
     """The one failure signal a drill-down groups by, for the whole response, and its name."""
 
     kind: str
-    """`classifier` (a classifier judge's labels) or `none` (nothing classifies these)."""
+    """`annotation` (failure modes people confirmed), `classifier` (a classifier judge's
+    labels) or `none` (nothing classifies these)."""
     name: str | None
-    """The classifier judge's name."""
+    """The classifier judge's name; None for the other kinds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +127,8 @@ class Regressions:
     signal: Signal
     modes: list[tuple[str, int]]
     """(label, regressed items), most first; over the whole set, not the page."""
+    mode_ids: dict[str, str]
+    """Label -> the failure mode (`fm_…`) it resolves to in the taxonomy, when it does."""
     unclassified: int
     items: list[RegressedItem]
     total: int
@@ -186,11 +190,12 @@ async def arm_regressions(
             item: [a for a in mine.get(item, []) if a.status == "scored" and not a.passed]
             for item in regressed
         }
-        notes = await store.judge_notes(
-            s, [a.session_pk for found in failing.values() for a in found]
-        )
+        failing_pks = [a.session_pk for found in failing.values() for a in found]
+        notes = await store.judge_notes(s, failing_pks)
+        confirmed = await annotations_for_sessions(s, project_id, failing_pks)
         texts = await store.item_texts(s, regressed[:limit])
-    signal, labels = _signal(notes)
+        signal, labels = _signal(notes, confirmed)
+        mode_ids = await failure_modes_named(s, project_id, set(labels.values()))
     modes_of = {
         item: _mode([labels.get(a.session_pk) for a in failing[item]]) for item in regressed
     }
@@ -227,6 +232,7 @@ async def arm_regressions(
         arm_id=arm_id,
         signal=signal,
         modes=sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])),
+        mode_ids=mode_ids,
         unclassified=sum(1 for mode in modes_of.values() if mode is None),
         items=items,
         total=len(regressed),
@@ -234,9 +240,16 @@ async def arm_regressions(
     )
 
 
-def _signal(notes: list[store.JudgeNote]) -> tuple[Signal, dict[int, str]]:
-    """The classifier judge whose labels classify these sessions (the one labelling most of
-    them; ties by name), and its label per session; `none` when no classifier labelled any."""
+def _signal(
+    notes: list[store.JudgeNote], confirmed: dict[int, list[str]]
+) -> tuple[Signal, dict[int, str]]:
+    """The one signal for the whole response, and its label per session. People's confirmed
+    failure modes first (a session confirmed in several takes the first in the taxonomy's
+    order); else the classifier judge that labelled most of these sessions (ties by name); else
+    `none`. Never a blend: a regression is never counted under two names."""
+    annotated = {pk: names[0] for pk, names in confirmed.items() if names}
+    if annotated:
+        return Signal("annotation", None), annotated
     labelled: dict[tuple[str, str], dict[int, str]] = {}
     for note in notes:
         if note.judge_type == "classifier" and note.label:

@@ -162,7 +162,10 @@ async def get_regressions(
         arm_id=arm_id,
         baseline_arm_id=found.decision.comparison.baseline_arm_id,
         signal=SignalOut(kind=found.signal.kind, name=found.signal.name),
-        failure_modes=[FailureModeCount(label=label, count=n) for label, n in found.modes],
+        failure_modes=[
+            FailureModeCount(label=label, count=n, failure_mode_id=found.mode_ids.get(label))
+            for label, n in found.modes
+        ],
         unclassified=found.unclassified,
         items=[
             RegressedItemOut(

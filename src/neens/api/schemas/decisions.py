@@ -112,8 +112,8 @@ class SweepComparisonOut(ResponseBody):
 
 class SignalOut(ResponseBody):
     kind: str = Field(
-        description="The one failure signal grouping the whole response: `classifier` (a "
-        "classifier judge's labels) or `none`."
+        description="The one failure signal grouping the whole response: `annotation` (failure "
+        "modes people confirmed), `classifier` (a classifier judge's labels) or `none`."
     )
     name: str | None = Field(description="The classifier judge's name.")
 
@@ -121,6 +121,10 @@ class SignalOut(ResponseBody):
 class FailureModeCount(ResponseBody):
     label: str = Field(description="The label the signal gave.")
     count: int = Field(description="Regressed items with that label, over the whole set.")
+    failure_mode_id: str | None = Field(
+        description="The failure mode (`fm_…`) the label resolves to; null when it resolves to "
+        "none."
+    )
 
 
 class RunsOut(ResponseBody):
