@@ -39,7 +39,7 @@ from neens.store.keys import create_key
 from tests.conftest import TEST_SECRET_KEY, _pg_admin, _pg_url_for
 from tests.support.live import serve_in_thread
 
-EXAMPLES_PER_OPERATION = 25
+EXAMPLES_PER_OPERATION = 12
 
 FRAMING_HEADERS = frozenset(
     {"transfer-encoding", "content-length", "connection", "host", "upgrade", "te", "trailer"}
