@@ -291,7 +291,14 @@ async def cancel_sweep(db: Database, project_id: str, sweep_id: str, reason: str
 
 
 async def cancel_for_budget(db: Database, sweep_id: str) -> bool:
-    """Cancel the sweep when its spend has crossed its budget; True when it is (now) over."""
+    """Cancel the sweep when its spend has crossed its budget; True when it is (now) over.
+
+    Every running push run of a budgeted sweep asks this a few times a second, so the spend is
+    read first; only a sweep over its budget takes the write lock."""
+    async with db.read() as s:
+        budget = await s.scalar(select(ModelSweep.budget_usd).where(ModelSweep.id == sweep_id))
+        if budget is None or (await sweep_spend(s, sweep_id))[0] <= budget:
+            return False
     async with db.write() as s:
         sweep = await s.scalar(
             select(ModelSweep).where(ModelSweep.id == sweep_id).with_for_update()

@@ -10,7 +10,6 @@ idempotent: a roll-up that runs twice launches nothing twice (a slot's `run_id` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,6 @@ from neens.errors import NeensError, NotFound, Unprocessable
 from neens.store.ids import new_id
 from neens.store.judges import resolve_run_judges
 from neens.store.models import (
-    AgentConnection,
     Dataset,
     DatasetItem,
     DatasetVersion,
@@ -368,12 +366,3 @@ async def list_sweep_rows(
     page = rows[:limit]
     end = (page[-1].created_at, page[-1].id) if len(rows) > limit else None
     return page, end
-
-
-async def connection_models(
-    s: AsyncSession, project_id: str, ids: Sequence[str]
-) -> dict[str, AgentConnection]:
-    rows = await s.scalars(
-        in_project(AgentConnection, project_id).where(AgentConnection.id.in_(list(ids)))
-    )
-    return {row.id: row for row in rows}

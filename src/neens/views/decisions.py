@@ -7,6 +7,7 @@ page render it and never re-derive a ranking.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from neens.domain.decision import (
@@ -32,6 +33,9 @@ from neens.views.sweeps import SweepView, sweep_detail
 class SweepDecision:
     view: SweepView
     comparison: SweepComparison
+    answers: dict[str, list[store.AnswerRow]]
+    """Arm id -> the answers the comparison was computed from (the drill-down reads them)."""
+    item_ids: Sequence[str]
 
     @property
     def sweep(self) -> ModelSweep:
@@ -87,7 +91,7 @@ async def sweep_decision(
         bar=bar_of(view.sweep, bar),
         baseline_arm_id=baseline_arm_id,
     )
-    return SweepDecision(view, comparison)
+    return SweepDecision(view, comparison, answers, item_ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,9 +170,7 @@ async def arm_regressions(
     if arm_id not in arms:
         raise NotFound(f"no arm {arm_id!r} in sweep {sweep_id}", field="arm_id")
     base_id = decision.comparison.baseline_arm_id
-    async with db.read() as s:
-        answers = await store.sweep_answers(s, sweep_id)
-        item_ids = await store.frozen_item_ids(s, decision.sweep.dataset_version_id)
+    answers, item_ids = decision.answers, decision.item_ids
 
     def evidence(ident: str) -> ArmEvidence:
         arm = arms[ident]

@@ -17,6 +17,7 @@ from neens.domain.decision import AgentComparison, ArmComparison, Verdict
 from neens.errors import NotFound
 from neens.store import share_links as store
 from neens.store.db import Database
+from neens.store.tenancy import SWEEP, owned
 from neens.views.decisions import sweep_decision
 
 SHAREABLE = ("sweep_decision",)
@@ -26,10 +27,11 @@ SHAREABLE = ("sweep_decision",)
 async def check_shareable(db: Database, project_id: str, resource_type: str, ident: str) -> None:
     """404 naming `resourceId` unless the project has that resource."""
     if resource_type == "sweep_decision":
-        try:
-            await sweep_decision(db, project_id, ident)
-        except NotFound as exc:
-            raise NotFound(exc.message, field="resourceId") from None
+        async with db.read() as s:
+            try:
+                await owned(s, SWEEP, project_id, ident)
+            except NotFound as exc:
+                raise NotFound(exc.message, field="resourceId") from None
 
 
 async def shared_result(db: Database, token: str) -> dict[str, Any]:
