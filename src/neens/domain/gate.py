@@ -332,6 +332,8 @@ def evaluate_gate(
     policy: GatePolicy,
     candidate: CohortStats,
     baseline: CohortStats | None,
+    *,
+    no_baseline: str = "the run has no baseline cohort",
 ) -> GateResult:
     """The run's gate verdict.
 
@@ -345,7 +347,8 @@ def evaluate_gate(
        completed_with_regressions: the user declared no such threshold.
 
     `candidate` is the candidate's captured sessions (see `preprod.items_cohort`); `baseline`
-    the baseline cohort, None when the run has none.
+    the baseline cohort, None when the run has none; `no_baseline` then says why, in the
+    reason of every skipped cost-delta rule.
     """
     summary = run_summary(items)
     not_evaluated = _not_evaluated(status, summary)
@@ -355,7 +358,7 @@ def evaluate_gate(
         cost_rules = tuple(
             _skipped(rule, threshold, f"not evaluated: {not_evaluated}")
             if not_evaluated is not None
-            else _COST_CHECKS[rule](threshold, candidate, baseline)
+            else _COST_CHECKS[rule](threshold, candidate, baseline, no_baseline)
             for rule, threshold in policy.cost.declared()
         )
 
@@ -397,7 +400,9 @@ def _not_evaluated(status: str, summary: RunSummary) -> str | None:
     return None
 
 
-def _check_max_avg(threshold: float, cand: CohortStats, base: CohortStats | None) -> CostRuleResult:
+def _check_max_avg(
+    threshold: float, cand: CohortStats, base: CohortStats | None, no_baseline: str
+) -> CostRuleResult:
     if cand.avg_cost_usd is None:
         return _skipped("max_avg_usd", threshold, f"cost avg unknown: {_unpriced(cand)}")
     avg = cand.avg_cost_usd
@@ -411,9 +416,9 @@ def _check_max_avg(threshold: float, cand: CohortStats, base: CohortStats | None
 
 
 def _check_max_delta_usd(
-    threshold: float, cand: CohortStats, base: CohortStats | None
+    threshold: float, cand: CohortStats, base: CohortStats | None, no_baseline: str
 ) -> CostRuleResult:
-    skipped = _delta_unknown("max_delta_usd", threshold, cand, base)
+    skipped = _delta_unknown("max_delta_usd", threshold, cand, base, no_baseline)
     if skipped is not None:
         return skipped
     assert cand.avg_cost_usd is not None and base is not None and base.avg_cost_usd is not None
@@ -429,9 +434,9 @@ def _check_max_delta_usd(
 
 
 def _check_max_delta_pct(
-    threshold: float, cand: CohortStats, base: CohortStats | None
+    threshold: float, cand: CohortStats, base: CohortStats | None, no_baseline: str
 ) -> CostRuleResult:
-    skipped = _delta_unknown("max_delta_pct", threshold, cand, base)
+    skipped = _delta_unknown("max_delta_pct", threshold, cand, base, no_baseline)
     if skipped is not None:
         return skipped
     assert cand.avg_cost_usd is not None and base is not None and base.avg_cost_usd is not None
@@ -464,7 +469,7 @@ def _check_max_delta_pct(
 
 
 _COST_CHECKS: Final[
-    Mapping[CostRule, Callable[[float, CohortStats, CohortStats | None], CostRuleResult]]
+    Mapping[CostRule, Callable[[float, CohortStats, CohortStats | None, str], CostRuleResult]]
 ] = {
     "max_avg_usd": _check_max_avg,
     "max_delta_usd": _check_max_delta_usd,
@@ -473,13 +478,13 @@ _COST_CHECKS: Final[
 
 
 def _delta_unknown(
-    rule: CostRule, threshold: float, cand: CohortStats, base: CohortStats | None
+    rule: CostRule, threshold: float, cand: CohortStats, base: CohortStats | None, no_baseline: str
 ) -> CostRuleResult | None:
     """A skipped row when a delta cannot be computed honestly, else None."""
     if cand.avg_cost_usd is None:
         return _skipped(rule, threshold, f"cost delta unknown: {_unpriced(cand)}")
     if base is None:
-        return _skipped(rule, threshold, "cost delta unknown: the run has no baseline cohort")
+        return _skipped(rule, threshold, f"cost delta unknown: {no_baseline}")
     if base.avg_cost_usd is None:
         return _skipped(rule, threshold, f"cost delta unknown: {_unpriced(base, 'baseline')}")
     return None

@@ -13,6 +13,7 @@ from neens.domain.run_lifecycle import RunStatus
 from neens.errors import NotFound
 from neens.store.db import Database
 from neens.store.models import PreprodItem, Score, TraceSession
+from neens.store.sweep_baseline import SweepBaseline, baseline_for_run, needs_baseline
 from neens.store.tenancy import RUN, owned
 
 
@@ -26,6 +27,9 @@ class RunOutcomes:
     gate: dict[str, Any]
     items: list[ItemOutcome]
     baseline: CohortStats | None
+    sweep_baseline: SweepBaseline | None = None
+    """For a sweep's child run whose gate has a cost-delta rule: the sweep's baseline arm,
+    which that rule compares with (the run has no baseline of its own)."""
 
 
 def cohort_from_stamp(stamp: dict[str, Any] | None) -> CohortStats | None:
@@ -72,6 +76,9 @@ async def run_outcomes(db: Database, project_id: str, run_id: str) -> RunOutcome
                 .order_by(PreprodItem.position)
             )
         ).all()
+        sweep_baseline = None
+        if run.baseline is None and needs_baseline(run.gate):
+            sweep_baseline = await baseline_for_run(s, run.id)
     items = [item_outcome(item, session) for item, session in rows]
     return RunOutcomes(
         run.id,
@@ -82,6 +89,7 @@ async def run_outcomes(db: Database, project_id: str, run_id: str) -> RunOutcome
         dict(run.gate),
         items,
         cohort_from_stamp(run.baseline_cohort),
+        sweep_baseline,
     )
 
 

@@ -7,7 +7,7 @@ sweep's row lock; a roll-up that runs twice changes nothing twice.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -31,6 +31,7 @@ from neens.store.db import Database
 from neens.store.models import ModelSweep, PreprodItem, PreprodRun, SweepArm, SweepRun, TraceSession
 from neens.store.run_lifecycle import move
 from neens.store.runs import status_counts
+from neens.store.sweep_baseline import SweepBaseline, baselines_for_sweep, needs_baseline
 from neens.store.sweeps import arms_of, launch, sweep_spend
 from neens.store.tenancy import SWEEP, owned
 from neens.store.types import storable_text, utcnow
@@ -93,7 +94,12 @@ async def load_state(s: AsyncSession, sweep: ModelSweep) -> SweepState:
         run.id: run for run in await s.scalars(select(PreprodRun).where(PreprodRun.id.in_(run_ids)))
     }
     counts = await status_counts(s, list(runs))
-    greens = await _greens(s, [run for run in runs.values() if run.status in RUN_TERMINAL])
+    baselines = (
+        await baselines_for_sweep(s, arms, slots, runs) if needs_baseline(sweep.gate) else {}
+    )
+    greens = await _greens(
+        s, [run for run in runs.values() if run.status in RUN_TERMINAL], baselines
+    )
     rows = []
     for arm in arms:
         arm_slots = []
@@ -131,25 +137,33 @@ async def load_state(s: AsyncSession, sweep: ModelSweep) -> SweepState:
     return SweepState(sweep, arms, rows)
 
 
-_GREENS: dict[tuple[str, str, str], bool] = {}
-"""Verdicts of finished runs this process worked out, by (run, when it finished, its gate): a
-finished run's items no longer change, so a sweep read every second does not re-read them all.
-Any change to what the verdict rests on (the gate, the finish) is a new key."""
+_GREENS: dict[tuple[str, str, str, str], bool] = {}
+"""Verdicts of finished runs this process worked out, by (run, when it finished, its gate, the
+baseline its cost rules compare with): a finished run's items no longer change, so a sweep read
+every second does not re-read them all. Any change to what the verdict rests on is a new key."""
 _GREENS_KEPT = 20_000
 
 
-async def _greens(s: AsyncSession, runs: Sequence[PreprodRun]) -> dict[str, bool]:
+async def _greens(
+    s: AsyncSession, runs: Sequence[PreprodRun], baselines: Mapping[str, SweepBaseline]
+) -> dict[str, bool]:
     """Whether each finished run is green: completed, its gate passed, zero regressions. A
-    sweep's runs have no baseline, so no item of theirs can regress; the gate is the run's own
-    persisted policy, evaluated as `GET /preprod-evals/{id}/gate` does, on the item columns it
-    reads (verdicts, costs, latencies, steps; never the texts), for every run in one query."""
+    sweep's runs have no baseline run, so no item of theirs can regress; the gate is the run's
+    own persisted policy, evaluated as `GET /preprod-evals/{id}/gate` does (cost deltas against
+    `baselines`, the sweep's baseline arm), on the item columns it reads (verdicts, costs,
+    latencies, steps; never the texts), for every run in one query."""
     greens: dict[str, bool] = {}
-    todo: dict[str, tuple[PreprodRun, tuple[str, str, str]]] = {}
+    todo: dict[str, tuple[PreprodRun, tuple[str, str, str, str]]] = {}
     for run in runs:
         if run.status != "completed":
             greens[run.id] = False
             continue
-        key = (run.id, str(run.completed_at), json.dumps(run.gate, sort_keys=True))
+        key = (
+            run.id,
+            str(run.completed_at),
+            json.dumps(run.gate, sort_keys=True),
+            repr(baselines.get(run.id)),
+        )
         if (known := _GREENS.get(key)) is not None:
             greens[run.id] = known
         else:
@@ -195,8 +209,14 @@ async def _greens(s: AsyncSession, runs: Sequence[PreprodRun]) -> dict[str, bool
         )
     for run_id, (run, key) in todo.items():
         outcomes = items[run_id]
+        swept = baselines.get(run_id)
         gate = evaluate_gate(
-            run.status, outcomes, parse_gate_policy(dict(run.gate)), items_cohort(outcomes), None
+            run.status,
+            outcomes,
+            parse_gate_policy(dict(run.gate)),
+            items_cohort(outcomes),
+            None if swept is None else swept.cohort,
+            no_baseline=(swept and swept.missing) or "the run has no baseline cohort",
         )
         greens[run_id] = is_green(run.status, gate.passed, gate.regressions)
         if len(_GREENS) >= _GREENS_KEPT:

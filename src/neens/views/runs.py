@@ -15,12 +15,17 @@ from neens.store.review import run_outcomes, run_scores
 async def run_gate(db: Database, project_id: str, run_id: str) -> GateResult:
     """Pass or fail, with reasons. Never green before the candidate was evaluated."""
     outcomes = await run_outcomes(db, project_id, run_id)
+    baseline, missing = outcomes.baseline, "the run has no baseline cohort"
+    if outcomes.sweep_baseline is not None:  # a sweep's child run: its baseline arm
+        baseline = outcomes.sweep_baseline.cohort
+        missing = outcomes.sweep_baseline.missing or missing
     return evaluate_gate(
         outcomes.status,
         outcomes.items,
         parse_gate_policy(outcomes.gate),
         items_cohort(outcomes.items),
-        outcomes.baseline,
+        baseline,
+        no_baseline=missing,
     )
 
 
