@@ -27,8 +27,12 @@ install: $(STAMP) ## Create .venv and install Neens, the SDK and the dev tools
 serve: install ## Run the server on the embedded SQLite database (http://127.0.0.1:8000)
 	$(BIN)/neens serve
 
+# One test process per core (pytest-xdist): every test has its own databases and temp dir, so
+# they run side by side. `make test TEST_WORKERS=0` runs them in this process, one at a time.
+TEST_WORKERS ?= auto
+
 test: install ## Run the whole test suite on SQLite and PostgreSQL
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 check: install ## Lint and type-check (ruff + mypy --strict)
 	$(BIN)/ruff check .
