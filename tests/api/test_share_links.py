@@ -86,6 +86,9 @@ async def test_the_shared_decision_is_readable_with_no_key_and_redacted(
     }  # fmt: skip
     assert [a["rate"] for a in shared["arms"]] == [1.0, 1.0]
     assert {g["agent"] for g in shared["agents"]} == {"refund-agent", "escalation", "Unattributed"}
+    # These answers report no usage: both arms are listed as unpriced, by label, none plotted.
+    assert shared["frontier"]["points"] == []
+    assert shared["frontier"]["unpricedArms"] == ["sonnet", "mini"]
     body = r.text
     secrets = ["msw-", "msa-", "ppr_", "conn_", "ds_", "dsv_", "jdg_", "nk_live_", agent_url,
                "question 0", "answer 0", ":dsi_"]  # fmt: skip
@@ -136,6 +139,7 @@ async def test_a_void_sweeps_share_shows_the_void_not_a_comparison(
     assert shared["void"]["divergedArms"] == ["sonnet"]
     assert shared["leaderboard"] == [] and shared["verdict"]["recommendedArm"] is None
     assert shared["verdict"]["sentence"].startswith("This sweep is void")
+    assert shared["frontier"] is None
     assert run_id not in str(shared)
 
 

@@ -101,6 +101,15 @@ async def test_a_cheaper_arm_that_clears_the_pinned_bar_is_recommended_against_t
     assert c["verdict"]["outcome"] == "recommended"
     assert c["verdict"]["recommendedLabel"] == "mini"
     assert c["verdict"]["savingsUsd"] > 0 and c["verdict"]["sentence"]
+    # The frontier places each arm at the numbers the leaderboard shows, cheapest first; the
+    # incumbent is as good and dearer, so only mini is on it, highlighted as the verdict's arm.
+    frontier = c["frontier"]
+    assert [(p["label"], p["costPerCaseUsd"], p["rate"]) for p in frontier["points"]] == [
+        ("mini", mini["costPerCaseUsd"], 1.0), ("incumbent", incumbent["costPerCaseUsd"], 1.0),
+    ]  # fmt: skip
+    assert [p["onFrontier"] for p in frontier["points"]] == [True, False]
+    assert frontier["highlightedArmId"] == mini["armId"]
+    assert frontier["unpricedArmIds"] == [] and frontier["noDataArmIds"] == []
     # The bar is the query's when given, and the response says so.
     q = await comparison(client, admin_key, sweep["id"], bar=0.95)
     assert q["bar"] == {"value": 0.95, "source": "query"}
@@ -214,6 +223,7 @@ async def test_a_void_sweep_compares_nothing_across_arms_but_keeps_each_arms_num
     assert all(a["rank"] is None and a["regressions"] is None for a in c["arms"])
     assert [a["rate"] for a in c["arms"]] == [1.0, 1.0], "each arm's own numbers stay"
     assert all(agent["leaderboard"] == [] for agent in c["agents"])
+    assert c["frontier"] is None, "no frontier is drawn for a void sweep"
 
 
 async def test_a_bad_bar_or_baseline_is_refused_naming_it(

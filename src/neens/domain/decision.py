@@ -81,6 +81,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from neens.domain.decision_frontier import cost_quality_frontier
 from neens.domain.decision_types import (
     DEFAULT_BAR,
     UNATTRIBUTED,
@@ -243,6 +244,7 @@ def compare_sweep(
         winner_arm_id=winner,
         verdict=verdict,
         agents=tuple(agents),
+        frontier=cost_quality_frontier(arms_out, verdict, comparable=comparable),
     )
 
 

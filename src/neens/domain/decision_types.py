@@ -7,10 +7,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from neens.domain.sweeps import ArmStatus
 from neens.errors import Unprocessable
+
+if TYPE_CHECKING:
+    from neens.domain.decision_frontier import Frontier
 
 DEFAULT_BAR = 0.9
 """The pass-rate bar used when neither the query nor the sweep's pinned gate sets one: 90% of
@@ -265,3 +268,5 @@ class SweepComparison:
     winner_arm_id: str | None
     verdict: Verdict
     agents: tuple[AgentComparison, ...]
+    frontier: Frontier | None
+    """Each arm by cost per case against pass rate; None for a void sweep."""

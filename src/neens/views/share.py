@@ -3,9 +3,10 @@
 A shared sweep decision keeps what a decision document needs: the sweep's name, version label,
 status and dates; the bar and its source; the verdict sentence; per arm its label, model, status,
 pass^k, rate, n, interval, flaky items, costs, regressions and new passes, rank and the
-annotations; the same per agent name. It leaves out every prompt, answer, expected output, judge
-reason, session id, endpoint URL, key and internal id (sweep, arm, run, dataset and connection
-ids), and a void sweep's reason is replaced by which arms diverged, since the reason names runs.
+annotations; the same per agent name; the cost–quality frontier, by arm label. It leaves out
+every prompt, answer, expected output, judge reason, session id, endpoint URL, key and internal
+id (sweep, arm, run, dataset and connection ids), and a void sweep's reason is replaced by which
+arms diverged, since the reason names runs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from neens.domain.decision import AgentComparison, ArmComparison, Verdict
+from neens.domain.decision_frontier import Frontier
 from neens.errors import NotFound
 from neens.store import share_links as store
 from neens.store.db import Database
@@ -67,6 +69,7 @@ async def shared_result(db: Database, token: str) -> dict[str, Any]:
         "leaderboard": [labels[a] for a in c.leaderboard],
         "arms": [_arm(arm, models.get(arm.arm_id)) for arm in c.arms],
         "agents": [_agent(agent, labels, models) for agent in c.agents],
+        "frontier": _frontier(c.frontier, labels),
     }
 
 
@@ -118,6 +121,33 @@ def _arm(arm: ArmComparison, model: str | None) -> dict[str, Any]:
         "clearsBar": arm.clears_bar,
         "rank": arm.rank,
         "notDistinguishable": arm.not_distinguishable,
+    }
+
+
+def _frontier(frontier: Frontier | None, labels: dict[str, str]) -> dict[str, Any] | None:
+    """The cost–quality frontier, arms by label; None for a void sweep."""
+    if frontier is None:
+        return None
+    return {
+        "points": [
+            {
+                "label": p.label,
+                "costPerCaseUsd": p.cost_per_case_usd,
+                "rate": p.rate,
+                "wilsonLow": p.wilson_low,
+                "wilsonHigh": p.wilson_high,
+                "n": p.n,
+                "excluded": p.excluded,
+                "onFrontier": p.on_frontier,
+                "highlighted": p.highlighted,
+            }
+            for p in frontier.points
+        ],
+        "unpricedArms": [labels[a] for a in frontier.unpriced_arm_ids],
+        "noDataArms": [labels[a] for a in frontier.no_data_arm_ids],
+        "highlightedArm": None
+        if frontier.highlighted_arm_id is None
+        else labels[frontier.highlighted_arm_id],
     }
 
 

@@ -13,6 +13,8 @@ from neens.api.schemas.decisions import (
     BarOut,
     CandidateOut,
     FailureModeCount,
+    FrontierOut,
+    FrontierPointOut,
     McNemarOut,
     RegressedItemOut,
     RegressionsOut,
@@ -22,6 +24,7 @@ from neens.api.schemas.decisions import (
     VerdictOut,
 )
 from neens.domain.decision import AgentComparison, ArmComparison, Verdict
+from neens.domain.decision_frontier import Frontier
 from neens.views.decisions import SweepDecision, arm_regressions, sweep_decision
 
 router = APIRouter(prefix="/model-sweeps", tags=["model-sweeps"])
@@ -112,6 +115,32 @@ def comparison_out(decision: SweepDecision) -> SweepComparisonOut:
         winner_arm_id=c.winner_arm_id,
         verdict=_verdict(c.verdict),
         agents=[_agent(a) for a in c.agents],
+        frontier=_frontier(c.frontier),
+    )
+
+
+def _frontier(frontier: Frontier | None) -> FrontierOut | None:
+    if frontier is None:
+        return None
+    return FrontierOut(
+        points=[
+            FrontierPointOut(
+                arm_id=p.arm_id,
+                label=p.label,
+                cost_per_case_usd=p.cost_per_case_usd,
+                rate=p.rate,
+                wilson_low=p.wilson_low,
+                wilson_high=p.wilson_high,
+                n=p.n,
+                excluded=p.excluded,
+                on_frontier=p.on_frontier,
+                highlighted=p.highlighted,
+            )
+            for p in frontier.points
+        ],
+        unpriced_arm_ids=list(frontier.unpriced_arm_ids),
+        no_data_arm_ids=list(frontier.no_data_arm_ids),
+        highlighted_arm_id=frontier.highlighted_arm_id,
     )
 
 

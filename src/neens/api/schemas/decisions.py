@@ -92,6 +92,34 @@ class AgentComparisonOut(ResponseBody):
     verdict: VerdictOut = Field(description="The verdict for this agent.")
 
 
+class FrontierPointOut(ResponseBody):
+    arm_id: str = Field(description="`msa-…`.")
+    label: str = Field(description="The arm's label.")
+    cost_per_case_usd: float = Field(description="The x axis: mean cost per priced case.")
+    rate: float = Field(description="The y axis: items passed on every scored repeat / n.")
+    wilson_low: float = Field(description="95% Wilson interval, low end.")
+    wilson_high: float = Field(description="95% Wilson interval, high end.")
+    n: int = Field(description="Items scored.")
+    excluded: str | None = Field(
+        description="Why the arm is not ranked; such an arm is plotted and never on the frontier."
+    )
+    on_frontier: bool = Field(
+        description="Eligible, and no other eligible arm is as cheap and as good (one strictly)."
+    )
+    highlighted: bool = Field(description="The recommended arm.")
+
+
+class FrontierOut(ResponseBody):
+    points: list[FrontierPointOut] = Field(
+        description="Arms with a rate and a price, cheapest first."
+    )
+    unpriced_arm_ids: list[str] = Field(
+        description="Arms with data but no price: listed beside the chart, never plotted as free."
+    )
+    no_data_arm_ids: list[str] = Field(description="Arms no item of which was scored.")
+    highlighted_arm_id: str | None = Field(description="The recommended arm, if any.")
+
+
 class SweepComparisonOut(ResponseBody):
     sweep_id: str = Field(description="`msw-…`.")
     status: str = Field(description="The sweep's status.")
@@ -107,6 +135,10 @@ class SweepComparisonOut(ResponseBody):
     verdict: VerdictOut = Field(description="Which arm to ship, at what bar and cost.")
     agents: list[AgentComparisonOut] = Field(
         description="The same per agent name; Unattributed last."
+    )
+    frontier: FrontierOut | None = Field(
+        description="The cost–quality frontier: each arm by cost per case against pass rate; "
+        "null for a void sweep."
     )
 
 
