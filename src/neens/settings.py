@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     lease, so a worker that crashed has its jobs taken over by another within this time. Raise it
     only if the database is so loaded that a renewal can be this late."""
 
+    jobs_retention_days: float = Field(default=7.0, gt=0, le=3650)
+    """Days a finished job's row (done or failed, with its last error) stays in the jobs table;
+    workers delete older ones about once an hour, so the table does not grow without end."""
+
     push_concurrency: int = Field(default=32, ge=1, le=1024)
     """Calls in flight at once to one agent endpoint during a push-mode run. A model sweep
     shares this many among its arms (`arm_shares`), so a sweep makes no more calls at once than

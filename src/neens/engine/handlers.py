@@ -3,8 +3,12 @@ one place a worker is assembled (for `neens serve` and `neens worker` alike)."""
 
 from __future__ import annotations
 
+import logging
+import math
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -17,12 +21,15 @@ from neens.engine.push import run_push
 from neens.engine.run_finished import run_finished
 from neens.engine.scoring import score_run
 from neens.engine.sweeps import roll_up_parent_sweep
-from neens.queue.worker import GiveUp, Handler, JobContext, Worker
+from neens.queue.worker import GiveUp, Handler, JobContext, Sweep, Worker
 from neens.settings import Settings
 from neens.store.db import Database
-from neens.store.jobs import JobKind
+from neens.store.jobs import JobKind, prune
 from neens.store.run_liveness import fail_run, gave_up_reason, reconcile_runs
 from neens.store.runs import RECONCILE_EVERY_S, RunJob
+from neens.store.types import utcnow
+
+log = logging.getLogger(__name__)
 
 FINISH_HOOKS = (roll_up_parent_sweep,)
 """Registered with `run_finished.on_run_finished` on import: a sweep rolls up as its runs end."""
@@ -50,9 +57,26 @@ GIVE_UP: dict[str, GiveUp] = {
 """Job kinds that own a run: when one fails for good, its run ends `failed` with the reason."""
 
 
-async def _reconcile(ctx: JobContext) -> None:
-    if await reconcile_runs(ctx.db):
-        ctx.notify()
+PRUNE_EVERY_S = 3600.0
+"""How often a worker deletes finished jobs past their retention (`jobs.prune`)."""
+
+
+def _periodic(settings: Settings) -> Sweep:
+    """A worker's periodic work: runs left without a live job get one (every sweep), and
+    finished jobs past `jobs_retention_days` are deleted (about once an hour)."""
+    last_prune = -math.inf
+
+    async def sweep(ctx: JobContext) -> None:
+        nonlocal last_prune
+        if await reconcile_runs(ctx.db):
+            ctx.notify()
+        if time.monotonic() - last_prune >= PRUNE_EVERY_S:
+            last_prune = time.monotonic()
+            cutoff = utcnow() - timedelta(days=settings.jobs_retention_days)
+            while (deleted := await prune(ctx.db, finished_before=cutoff)) > 0:
+                log.info("deleted %d finished jobs older than %s", deleted, cutoff.isoformat())
+
+    return sweep
 
 
 @asynccontextmanager
@@ -83,6 +107,6 @@ def make_worker(
         concurrency=settings.worker_concurrency,
         lease_s=settings.worker_lease_s,
         on_give_up=GIVE_UP,
-        sweep=_reconcile,
+        sweep=_periodic(settings),
         sweep_every_s=RECONCILE_EVERY_S,
     )

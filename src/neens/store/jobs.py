@@ -8,6 +8,7 @@ State machine of a job row::
        ├──release────────┤   (the worker stopped: SIGTERM; the attempt does not count)
        └──lease expired──┘   (the worker died: the next claim by another worker takes it)
     done / failed ──requeue──▶ queued   (a run left without a live job, see store.run_liveness)
+    done / failed ──prune──▶ deleted    (finished longer ago than NEENS_JOBS_RETENTION_DAYS)
 
 Why each rule:
 - Enqueue happens in the same transaction as the state change that calls for the job, so a
@@ -32,11 +33,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.store.db import Database, upsert_insert
@@ -199,6 +200,22 @@ async def fail(db: Database, pk: int, worker: str, error: str, attempts: int) ->
             update(Job).where(Job.pk == pk, Job.worker == worker).values(**values)
         )
     return gives_up and getattr(result, "rowcount", 0) == 1
+
+
+async def prune(db: Database, *, finished_before: datetime, limit: int = 5_000) -> int:
+    """Delete up to `limit` finished jobs (done or failed) that finished before the cutoff, the
+    oldest first; the number deleted. A job still queued or running is never touched, and a
+    finished job's row is kept long enough (`NEENS_JOBS_RETENTION_DAYS`) that its `dedupe_key`
+    still turns away a late duplicate of work just done."""
+    async with db.write() as s:
+        oldest = (
+            select(Job.pk)
+            .where(Job.status.in_(("done", "failed")), Job.finished_at < finished_before)
+            .order_by(Job.pk)
+            .limit(limit)
+        )
+        result = await s.execute(delete(Job).where(Job.pk.in_(oldest.scalar_subquery())))
+        return int(getattr(result, "rowcount", 0) or 0)
 
 
 async def pending_count(db: Database) -> int:
