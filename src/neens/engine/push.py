@@ -156,11 +156,11 @@ async def run_push(ctx: JobContext, payload: dict[str, Any]) -> None:
     )
     client = ctx.agents
     settings = ctx.settings
-    slots = asyncio.Semaphore(run.push_concurrency or settings.push_concurrency)
+    slots = _Slots(run.push_concurrency or settings.push_concurrency)
     async with db.read() as s:
         parent = await sweep_of_run(s, run_id)
     budgeted = parent[0] if parent is not None and parent[1] is not None else None
-    watch = _CancelWatch(db, run_id, budgeted_sweep=budgeted)
+    watch = _CancelWatch(db, run_id, budgeted_sweep=budgeted, slots=slots)
 
     scoring = _Scoring(judges, list(run.judge_ids), outbound_of(ctx))
     judge_slots = asyncio.Semaphore(settings.judge_concurrency)
@@ -435,9 +435,36 @@ async def _write_verdicts(
             await finish_if_done(s, run.id)
 
 
+class _Slots:
+    """Calls in flight at once, up to a limit that may change while the run goes on: a sweep
+    hands the share of an arm that is done to the arms still running (`sweep_rollup`). A
+    lower limit lets the calls in flight finish and starts no new one until below it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._in_use = 0
+        self._free = asyncio.Condition()
+
+    async def __aenter__(self) -> None:
+        async with self._free:
+            await self._free.wait_for(lambda: self._in_use < self.limit)
+            self._in_use += 1
+
+    async def __aexit__(self, *_: object) -> None:
+        async with self._free:
+            self._in_use -= 1
+            self._free.notify()
+
+    async def resize(self, limit: int) -> None:
+        async with self._free:
+            self.limit = limit
+            self._free.notify_all()
+
+
 class _CancelWatch:
     """Whether the run was cancelled, read from the database at most every `interval_s`, so a
-    thousand calls do not cost a thousand reads."""
+    thousand calls do not cost a thousand reads; the same read picks up a new `push_concurrency`
+    (a sweep rebalancing its arms) for `slots`."""
 
     def __init__(
         self,
@@ -446,6 +473,7 @@ class _CancelWatch:
         interval_s: float = 0.25,
         *,
         budgeted_sweep: str | None = None,
+        slots: _Slots | None = None,
     ) -> None:
         self.db = db
         self.run_id = run_id
@@ -453,6 +481,7 @@ class _CancelWatch:
         self.budgeted_sweep = budgeted_sweep
         """The sweep whose budget this run spends, if it has one: crossing it cancels the sweep
         (and so this run) before the next call."""
+        self.slots = slots
         self._checked = -float("inf")
         self._cancelled = False
         self._lock = asyncio.Lock()
@@ -468,10 +497,17 @@ class _CancelWatch:
                     self._cancelled = True
                     return True
                 async with self.db.read() as s:
-                    status = await s.scalar(
-                        select(PreprodRun.status).where(PreprodRun.id == self.run_id)
-                    )
-                self._cancelled = status != "running"
+                    row = (
+                        await s.execute(
+                            select(PreprodRun.status, PreprodRun.push_concurrency).where(
+                                PreprodRun.id == self.run_id
+                            )
+                        )
+                    ).first()
+                self._cancelled = row is None or row.status != "running"
+                limit = None if row is None else row.push_concurrency
+                if self.slots is not None and limit is not None and limit != self.slots.limit:
+                    await self.slots.resize(limit)
             return self._cancelled
 
 

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.gate import evaluate_gate, parse_gate_policy
@@ -24,6 +24,7 @@ from neens.domain.sweeps import (
     Slot,
     SweepRollup,
     SweepStatus,
+    arm_shares,
     is_green,
     roll_up,
 )
@@ -249,6 +250,7 @@ async def roll_up_sweep(db: Database, sweep_id: str) -> SweepRollup | None:
                 return (await load_state(s, sweep)).roll_up()
         await _persist(s, state, rolled)
         if not rolled.terminal:
+            await _rebalance(s, state, rolled)
             for arm_row, arm in zip(state.arms, rolled.arms, strict=True):
                 attempt = arm.next_attempt()
                 if attempt is not None:
@@ -272,6 +274,41 @@ async def _persist(s: AsyncSession, state: SweepState, rolled: SweepRollup) -> N
         sweep.reason = storable_text(rolled.reason)
     if rolled.terminal:
         sweep.completed_at = utcnow()
+
+
+async def _rebalance(s: AsyncSession, state: SweepState, rolled: SweepRollup) -> None:
+    """Hand the calls of arms that are done (all k runs finished, failed or cancelled) to the
+    arms still going, so a dead or fast arm does not leave part of the sweep's concurrency idle.
+
+    The arms' `concurrency` always adds up to what the sweep may have in flight: a done arm
+    holds 0, the others `arm_shares` of the total, in position order. A running child run
+    takes its arm's new share (`push_concurrency`; its push job reads it within a second) and
+    the arm's next runs are launched with it."""
+    total = sum(arm.concurrency for arm in state.arms)
+    going = [row for row, arm in zip(state.arms, rolled.arms, strict=True) if not arm.terminal]
+    shares = dict(zip((row.id for row in going), arm_shares(total, len(going)), strict=True))
+    changed = []
+    for row in state.arms:
+        share = shares.get(row.id, 0)
+        if row.concurrency != share:
+            row.concurrency = share
+            if share:
+                changed.append(row)
+    if not changed:
+        return
+    for row in changed:
+        run_ids = [
+            slot.run_id
+            for arm in state.rows
+            if arm.id == row.id
+            for slot in arm.slots
+            if slot.run_id is not None
+        ]
+        await s.execute(
+            update(PreprodRun)
+            .where(PreprodRun.id.in_(run_ids), PreprodRun.status.not_in(list(RUN_TERMINAL)))
+            .values(push_concurrency=row.concurrency)
+        )
 
 
 async def persist_void(db: Database, sweep_id: str) -> None:
