@@ -105,12 +105,18 @@ def run(args: argparse.Namespace) -> int:
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
-        data_dir = prepare_data_dir(args.data_dir, reset=args.reset)
+        # The port first: `--reset` run again on the port of a demo still serving stops here,
+        # before deleting the database that demo is using.
         sock = listen(args.host, args.port)
     except UsageProblem as exc:
         err.print(f"neens: error: {exc}", markup=False)
         return EXIT_USAGE
     with sock:
+        try:
+            data_dir = prepare_data_dir(args.data_dir, reset=args.reset)
+        except UsageProblem as exc:
+            err.print(f"neens: error: {exc}", markup=False)
+            return EXIT_USAGE
         return _run(args, data_dir, sock, err)
 
 
@@ -369,7 +375,7 @@ class Reporter:
                     console=self.console,
                 )
                 self.bar.start()
-                self.task = self.bar.add_task("sweep", total=total, detail=detail)
+                self.task = self.bar.add_task("sweep", total=total, detail="")
             self.bar.update(self.task, completed=done, total=total, detail=f"arms: {detail}")
             return
         tenth = done * 10 // total if total else 0
