@@ -24,6 +24,11 @@ $(STAMP): pyproject.toml sdk/python/pyproject.toml Makefile
 
 install: $(STAMP) ## Create .venv and install Neens, the SDK and the dev tools
 
+demo: install ## Seed the worked example (simulated models, a real sweep) and serve it on :8000
+	$(BIN)/neens demo --reset $(DEMO_ARGS)
+
+demo-stack: demo ## The same as `make demo`: server, simulated models and the seeded sweep
+
 serve: install ## Run the server on the embedded SQLite database (http://127.0.0.1:8000)
 	$(BIN)/neens serve
 
@@ -52,4 +57,4 @@ bench: install ## Run the benchmarks (each prints a ratio against its baseline)
 	$(BIN)/python bench/reads.py
 	$(BIN)/python bench/sweep.py
 
-.PHONY: help install serve test check format openapi bench
+.PHONY: help install demo demo-stack serve test check format openapi bench

@@ -1,4 +1,5 @@
-"""The platform's command groups for the `neens` command: serve, worker, mcp, db, keys, secrets.
+"""The platform's command groups for the `neens` command: serve, worker, demo, mcp, db, keys,
+secrets.
 
 The `neens` command itself lives in the dependency-free `neens-eval` distribution; this module
 is found through the `neens.cli` entry-point group and adds what needs the server installed.
@@ -12,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+from neens.demo import command as demo_command
 from neens.settings import Settings
 
 
@@ -277,7 +279,7 @@ def _secrets_reencrypt(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add `serve`, `worker`, `mcp`, `db`, `keys` and `secrets` to the `neens` command."""
+    """Add `serve`, `worker`, `demo`, `mcp`, `db`, `keys` and `secrets` to the `neens` command."""
     serve = subparsers.add_parser("serve", help="run the Neens server")
     _add_database_url(serve)
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
@@ -295,6 +297,8 @@ def register(subparsers: Any) -> None:
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
     worker.set_defaults(func=_worker)
+
+    demo_command.add_parser(subparsers)
 
     mcp = subparsers.add_parser(
         "mcp",

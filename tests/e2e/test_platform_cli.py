@@ -39,7 +39,7 @@ def neens(
 def test_help_lists_the_platform_and_sdk_groups() -> None:
     result = neens("--help")
     assert result.returncode == 0
-    for group in ("serve", "db", "keys", "datasets"):
+    for group in ("serve", "demo", "db", "keys", "datasets"):
         assert group in result.stdout
 
 

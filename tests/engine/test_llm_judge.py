@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import time
 from typing import Any
 
+import openai
 import pytest
 
 from neens.demo.endpoints import (
@@ -16,6 +18,7 @@ from neens.demo.endpoints import (
     serve_one,
 )
 from neens.domain.judges import JudgeCase
+from neens.engine import llm_judge
 from neens.engine.llm_judge import (
     SCORE_SYSTEM_PROMPT,
     LlmEndpoint,
@@ -62,6 +65,30 @@ async def test_the_request_is_one_deterministic_chat_completion() -> None:
         {"role": "user", "content": PROMPT},
     ]
     assert request.headers["authorization"] == "Bearer unused"
+
+
+async def test_the_tls_settings_are_built_once_for_every_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Building them loads the CA bundle (tens of ms of CPU): once per process, not per call."""
+    package = importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__)
+    package = importlib.import_module(package.__name__.split(".")[0])
+    real, built = package.create_ssl_context, []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        built.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(package, "create_ssl_context", counted)
+    llm_judge._tls_context.cache_clear()
+    try:
+        with serve_one(ChatModel('{"score": 1}')) as server:
+            verdicts = [await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)]
+            verdicts.append(await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE))
+    finally:
+        llm_judge._tls_context.cache_clear()
+    assert [v.score for v in verdicts] == [1.0, 1.0] and server.call_count == 2
+    assert len(built) == 1
 
 
 async def test_the_api_key_and_max_tokens_are_sent_when_given() -> None:
