@@ -102,6 +102,26 @@ def comparison(
         "winnerArmId": arms[0]["armId"],
         "verdict": verdict(outcome),
         "agents": [agent],
+        "frontier": {
+            "points": [
+                {
+                    "armId": a["armId"],
+                    "label": a["label"],
+                    "costPerCaseUsd": 0.002,
+                    "rate": 1.0,
+                    "wilsonLow": 0.9,
+                    "wilsonHigh": 1.0,
+                    "n": 40,
+                    "excluded": None,
+                    "onFrontier": True,
+                    "highlighted": False,
+                }
+                for a in arms[1:2]
+            ],
+            "unpricedArmIds": [],
+            "noDataArmIds": [],
+            "highlightedArmId": None,
+        },
         **fields,
     }
 
@@ -151,6 +171,8 @@ def test_these_comparisons_have_exactly_the_fields_the_server_sends() -> None:
     assert set(document["arms"][0]) == schema("ArmComparisonOut")
     assert set(document["verdict"]) == schema("VerdictOut")
     assert set(document["agents"][0]) == schema("AgentComparisonOut")
+    assert set(document["frontier"]) == schema("FrontierOut")
+    assert set(document["frontier"]["points"][0]) == schema("FrontierPointOut")
 
 
 # --- the flags and the query --------------------------------------------------------------------
