@@ -56,5 +56,6 @@ bench: install ## Run the benchmarks (each prints a ratio against its baseline)
 	$(BIN)/python bench/push_run.py
 	$(BIN)/python bench/reads.py
 	$(BIN)/python bench/sweep.py
+	$(BIN)/python bench/decision.py
 
 .PHONY: help install demo demo-stack serve test check format openapi bench

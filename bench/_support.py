@@ -1,6 +1,7 @@
 """What the benchmarks share: a temp workspace with a Neens database, server processes started,
 health-checked and stopped, an API key, the stand-in server's ASGI plumbing, a load loop over
-one httpx client, and the machine report.
+one httpx client, rows written in bulk straight through the database driver, and the machine
+report.
 
 The scripts run as `python bench/<name>.py`, which puts bench/ on sys.path, so they
 `import _support`.
@@ -23,11 +24,13 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 from rich.console import Console
+from sqlalchemy import create_engine, text
 
 from neens.secrets import generate_key
 
@@ -279,6 +282,50 @@ def add_database_url_option(parser: argparse.ArgumentParser) -> None:
         help="database for the Neens server (default: a fresh SQLite file in a temp dir); "
         "it must be empty or a Neens database, and the run adds rows to it",
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Databases: emptied, their project found, rows written in bulk through the driver
+# ---------------------------------------------------------------------------------------------
+
+
+def empty_postgres(database_url: str) -> None:
+    """Drops everything in the database's public schema: point it at one you can throw away."""
+    engine = create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("DROP SCHEMA public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
+    finally:
+        engine.dispose()
+
+
+def project_of(database_url: str) -> str:
+    """The id of the one project `neens keys create` made in a fresh database."""
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return str(conn.execute(text("SELECT id FROM projects")).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def sqlite_stamp(value: datetime) -> str:
+    """A UTC datetime as Neens' SQLite columns store it."""
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def insert_sqlite(conn: Any, table: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    """Prepared inserts of `rows` (tuples in the order of `columns`) through sqlite3."""
+    marks = ", ".join("?" for _ in columns)
+    conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+
+
+def insert_postgres(conn: Any, table: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    """`COPY` of `rows` (tuples in the order of `columns`) through psycopg."""
+    with conn.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 # ---------------------------------------------------------------------------------------------

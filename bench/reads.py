@@ -167,32 +167,14 @@ def _span_rows(sessions: list[tuple[Any, ...]], count: int, stamp: Any) -> list[
     return rows
 
 
-def _sqlite_stamp(value: datetime) -> str:
-    """A UTC datetime as Neens' SQLite columns store it."""
-    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-def _insert_sqlite(conn: Any, table: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
-    marks = ", ".join("?" for _ in columns)
-    conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
-
-
-def _insert_postgres(
-    conn: Any, table: str, columns: list[str], rows: list[tuple[Any, ...]]
-) -> None:
-    with conn.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
-
-
 def load(database_url: str, project_id: str, count: int) -> float:
     """Writes `count` sessions (and the spans of one in `SPANS_EVERY`) in bulk, in one
     transaction, straight through the database driver; the seconds it took, statistics
     refreshed."""
     engine = create_engine(database_url)
     postgres = engine.dialect.name == "postgresql"
-    stamp = (lambda value: value) if postgres else _sqlite_stamp
-    write = _insert_postgres if postgres else _insert_sqlite
+    stamp = (lambda value: value) if postgres else _support.sqlite_stamp
+    write = _support.insert_postgres if postgres else _support.insert_sqlite
     begin = time.perf_counter()
     try:
         raw = engine.raw_connection()
@@ -211,25 +193,6 @@ def load(database_url: str, project_id: str, count: int) -> float:
     finally:
         engine.dispose()
     return time.perf_counter() - begin
-
-
-def project_of(database_url: str) -> str:
-    engine = create_engine(database_url)
-    try:
-        with engine.connect() as conn:
-            return str(conn.execute(text("SELECT id FROM projects")).scalar_one())
-    finally:
-        engine.dispose()
-
-
-def empty_postgres(database_url: str) -> None:
-    engine = create_engine(database_url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(text("DROP SCHEMA public CASCADE"))
-            conn.execute(text("CREATE SCHEMA public"))
-    finally:
-        engine.dispose()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,9 +306,9 @@ def load_and_serve(stack: ExitStack, count: int, database_url: str | None) -> Lo
     and starts `neens serve` on it; both are stopped when `stack` closes."""
     ws = stack.enter_context(_support.workspace(database_url))
     if database_url is not None:
-        empty_postgres(ws.database_url)
+        _support.empty_postgres(ws.database_url)
     key = ws.create_api_key()  # migrates the fresh database
-    project_id = project_of(ws.database_url)
+    project_id = _support.project_of(ws.database_url)
     console.print(f"Loading {count:,} sessions into {ws.db_label} …")
     seconds = load(ws.database_url, project_id, count)
     console.print(
