@@ -113,8 +113,9 @@ class ChildRun:
     version_label: str
     gate: Mapping[str, Any]
     item_count: int
-    items_done: int
-    """Items scored or errored."""
+    items_done: int | None
+    """Items scored or errored; None when the roll-up was read without progress (a decision
+    needs statuses and verdicts, not counts)."""
     green: bool | None
     """Completed, gate passed and zero regressions; None until the run finished."""
     error: str | None
@@ -152,7 +153,8 @@ class ArmRollup:
     status: ArmStatus
     runs_finished: int
     runs: int
-    items_done: int
+    items_done: int | None
+    """None when read without progress (`ChildRun.items_done`)."""
     items_total: int
     green_runs: int
     passed: bool | None
@@ -237,7 +239,9 @@ def _arm(pinned: Conditions, arm: ArmRows, item_count: int, *, cancelled: bool) 
         status=status,
         runs_finished=len(finished),
         runs=k,
-        items_done=sum(run.items_done for run in runs),
+        items_done=None
+        if any(run.items_done is None for run in runs)
+        else sum(run.items_done or 0 for run in runs),
         items_total=k * item_count,
         green_runs=green,
         passed=None if len(finished) < k else green == k,

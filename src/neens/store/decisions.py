@@ -10,37 +10,40 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from neens.domain.decision_types import RepeatColumns
 from neens.store.models import DatasetItem, Judge, PreprodItem, Score, SweepRun, TraceSession
 
-AnswerRow = tuple[str, str, bool, bool | None, float | None, str | None]
-"""(item_id, run_id, scored, passed, cost_usd, agent_name): one captured answer."""
 
-
-async def sweep_answers(s: AsyncSession, sweep_id: str) -> dict[str, list[AnswerRow]]:
-    """Arm id -> every answer its launched runs captured (items never captured are absent)."""
-    rows = await s.execute(
-        select(
-            SweepRun.arm_id,
-            PreprodItem.item_id,
-            PreprodItem.run_id,
-            PreprodItem.status == "scored",
-            PreprodItem.passed,
-            TraceSession.cost_usd,
-            TraceSession.agent_name,
+async def sweep_answers(s: AsyncSession, arm_ids: Sequence[str]) -> dict[str, RepeatColumns]:
+    """Arm id -> every answer its launched runs captured, as columns (items never captured are
+    absent): one query per arm, whose rows are turned into columns in C (`zip`), with no Python
+    object per answer."""
+    connection = await s.connection()
+    by_arm: dict[str, RepeatColumns] = {}
+    for arm_id in arm_ids:
+        runs = select(SweepRun.run_id).where(
+            SweepRun.arm_id == arm_id, SweepRun.run_id.is_not(None)
         )
-        .join(PreprodItem, PreprodItem.run_id == SweepRun.run_id)
-        .join(TraceSession, TraceSession.pk == PreprodItem.session_pk)
-        .where(SweepRun.sweep_id == sweep_id)
-    )
-    by_arm: dict[str, list[Any]] = defaultdict(list)
-    for arm_id, *answer in rows.all():
-        by_arm[arm_id].append(answer)
-    return dict(by_arm)
+        rows = (
+            await connection.execute(
+                select(
+                    PreprodItem.item_id,
+                    PreprodItem.run_id,
+                    PreprodItem.status == "scored",
+                    PreprodItem.passed,
+                    TraceSession.cost_usd,
+                    TraceSession.agent_name,
+                )
+                .join(TraceSession, TraceSession.pk == PreprodItem.session_pk)
+                .where(PreprodItem.run_id.in_(runs))
+            )
+        ).all()
+        by_arm[arm_id] = RepeatColumns.from_columns(rows)
+    return by_arm
 
 
 async def frozen_item_ids(s: AsyncSession, version_id: str) -> Sequence[str]:

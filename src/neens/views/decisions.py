@@ -26,14 +26,14 @@ from neens.store import decisions as store
 from neens.store.db import Database
 from neens.store.failure_modes import annotations_for_sessions, failure_modes_named
 from neens.store.models import ModelSweep
-from neens.views.sweeps import SweepView, sweep_detail
+from neens.views.sweeps import SweepStanding, sweep_standing
 
 
 @dataclass(frozen=True, slots=True)
 class SweepDecision:
-    view: SweepView
+    view: SweepStanding
     comparison: SweepComparison
-    answers: dict[str, list[store.AnswerRow]]
+    answers: dict[str, RepeatColumns]
     """Arm id -> the answers the comparison was computed from (the drill-down reads them)."""
     item_ids: Sequence[str]
 
@@ -44,6 +44,9 @@ class SweepDecision:
     @property
     def rollup(self) -> SweepRollup:
         return self.view.rollup
+
+
+_NO_ANSWERS = RepeatColumns((), (), (), (), (), ())
 
 
 def bar_of(sweep: ModelSweep, asked: float | None) -> Bar:
@@ -66,9 +69,9 @@ async def sweep_decision(
     baseline_arm_id: str | None = None,
 ) -> SweepDecision:
     """The comparison of the sweep as it is now (a void sweep compares nothing across arms)."""
-    view = await sweep_detail(db, project_id, sweep_id)
+    view = await sweep_standing(db, project_id, sweep_id)
     async with db.read() as s:
-        answers = await store.sweep_answers(s, sweep_id)
+        answers = await store.sweep_answers(s, [arm.id for arm in view.rollup.arms])
         item_ids = await store.frozen_item_ids(s, view.sweep.dataset_version_id)
     rollup = view.rollup
     arms = [
@@ -79,7 +82,7 @@ async def sweep_decision(
             status=arm.status,
             passed=arm.passed,
             runs=arm.runs,
-            repeats=RepeatColumns.from_rows(answers.get(arm.id, [])),
+            repeats=answers.get(arm.id, _NO_ANSWERS),
         )
         for position, arm in enumerate(rollup.arms)
     ]
@@ -181,7 +184,7 @@ async def arm_regressions(
             status=arm.status,
             passed=arm.passed,
             runs=arm.runs,
-            repeats=RepeatColumns.from_rows(answers.get(ident, [])),
+            repeats=answers.get(ident, _NO_ANSWERS),
         )
 
     regressed, newly = regression_items(evidence(arm_id), evidence(base_id), item_ids)

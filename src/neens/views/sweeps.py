@@ -124,24 +124,58 @@ async def create_sweep(
         )
 
 
+@dataclass(frozen=True, slots=True)
+class SweepStanding:
+    """A sweep's statuses, verdicts and models, without progress counts or spend: what a
+    decision reads (`rollup.arms[...].items_done` is None)."""
+
+    sweep: ModelSweep
+    rollup: SweepRollup
+    models: dict[str, str | None]
+    """Arm id → the model copied from its connection at create."""
+
+
 async def sweep_detail(db: Database, project_id: str, sweep_id: str) -> SweepView:
     """The sweep as its child runs say it is now. A read that finds it ended before its
     roll-up job recorded that (the last run's `run.finished` job is a moment behind) records it
     first, so `status` and `completedAt` always agree."""
     view = await _view(db, project_id, sweep_id)
-    if view.rollup.status == "void" and view.sweep.status != "void":
-        await rollups.persist_void(db, sweep_id)
-        view = await _view(db, project_id, sweep_id)
-    elif view.rollup.terminal and view.sweep.status not in SWEEP_TERMINAL:
-        await rollups.roll_up_sweep(db, sweep_id)
+    if await _recorded(db, sweep_id, view.sweep, view.rollup):
         view = await _view(db, project_id, sweep_id)
     return view
+
+
+async def sweep_standing(db: Database, project_id: str, sweep_id: str) -> SweepStanding:
+    """As `sweep_detail`, without counting every item for progress or summing the spend."""
+    standing = await _standing(db, project_id, sweep_id)
+    if await _recorded(db, sweep_id, standing.sweep, standing.rollup):
+        standing = await _standing(db, project_id, sweep_id)
+    return standing
+
+
+async def _recorded(db: Database, sweep_id: str, sweep: ModelSweep, rollup: SweepRollup) -> bool:
+    """Record a void or an end the roll-up found and the sweep row does not say yet; True when
+    it did (the caller reads the sweep again)."""
+    if rollup.status == "void" and sweep.status != "void":
+        await rollups.persist_void(db, sweep_id)
+        return True
+    if rollup.terminal and sweep.status not in SWEEP_TERMINAL:
+        await rollups.roll_up_sweep(db, sweep_id)
+        return True
+    return False
 
 
 async def _view(db: Database, project_id: str, sweep_id: str) -> SweepView:
     async with db.read() as s:
         sweep = await store.get_sweep_row(s, project_id, sweep_id)
         return await _view_of(s, sweep)
+
+
+async def _standing(db: Database, project_id: str, sweep_id: str) -> SweepStanding:
+    async with db.read() as s:
+        sweep = await store.get_sweep_row(s, project_id, sweep_id)
+        state = await rollups.load_state(s, sweep, progress=False)
+    return SweepStanding(sweep, state.roll_up(), {arm.id: arm.model for arm in state.arms})
 
 
 async def _view_of(s: Any, sweep: ModelSweep) -> SweepView:
