@@ -13,6 +13,9 @@ generated on one of them could not decrypt what another wrote.
 
 Values stored before encryption existed (no `enc:` prefix) are read as they are and encrypted
 when the server or a worker starts (`store.secrets.reencrypt`).
+
+The same keys sign the pages' session cookies, through keys derived from them for that purpose
+alone (`SecretBox.derived_keys`), so a cookie reveals nothing of the keys that encrypt secrets.
 """
 
 from __future__ import annotations

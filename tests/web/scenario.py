@@ -1,7 +1,7 @@
-"""Data for the page tests, made through the API as a user would: a golden dataset (one item
-holding markup), push-mode runs against simulated agents (priced, with a regression against
-the first, with errors), runner-mode runs whose traces take different steps, sessions with a
-span tree, and the insight a regression raises."""
+"""Data for the page tests, made through the API as a user would: a golden dataset, push-mode
+runs against simulated agents (priced, with a regression against the first, with errors),
+runner-mode runs whose traces take different steps, a session with a span tree, and the insight
+a regression raises. `plant_markup` adds what an attacker would store."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ MARKUP = '<script>alert("item")</script><img src=x onerror=alert(1)>'
 ITEMS = [
     {"input": "Where is order 17?", "expected_output": "Order 17 shipped on 3 June."},
     {"input": "Can I return shoes?", "expected_output": "Yes, within 30 days."},
-    {"input": f"Cancel my plan {MARKUP}", "expected_output": "Your plan is cancelled."},
+    {"input": "Cancel my plan, please.", "expected_output": "Your plan is cancelled."},
     {"input": "Do you ship to Norway?", "expected_output": None, "metadata": {"source": "t-1"}},
 ]
 GOOD = {i["input"]: i["expected_output"] or "Yes, we ship to Norway." for i in ITEMS}
@@ -36,14 +36,14 @@ class Scenario:
     good_run: str
     """Push, priced, every answer right."""
     worse_run: str
-    """Push, priced, one regression against `good_run` (its baseline), markup in its name."""
+    """Push, priced, one regression against `good_run` (its baseline), a cost gate."""
     flaky_run: str
     """Push, every second call failing: items in error."""
     runner_v1: str
     runner_v2: str
     """Runner mode, same answers, different steps: the trajectory diff has something to show."""
     session_id: str
-    """A native session with a span tree and markup in its output."""
+    """A native session with a span tree, one LLM span priced and one not."""
     item_ids: list[str]
 
 
@@ -73,12 +73,15 @@ async def _push(
     return str(run["id"])
 
 
-def _trace(run_id: str, item_id: str, output: str, tools: list[str], label: str) -> dict[str, Any]:
+def _trace(
+    run_id: str, item_id: str, prompt: str, output: str, tools: list[str], label: str
+) -> dict[str, Any]:
     spans: list[dict[str, Any]] = [
         {
             "id": "root",
             "name": "agent.run",
             "kind": "agent",
+            "input": prompt,
             "output": output,
             "start_time": "2026-11-30T08:00:00Z",
             "end_time": "2026-11-30T08:00:03Z",
@@ -111,9 +114,8 @@ async def _runner(
     run = await create_run(client, key, dataset_id=dataset_id, version_label=label)
     for item in await items_of(client, key, run["id"]):
         answer = GOOD[item["input"]]
-        await _post(
-            client, key, "/sessions", _trace(run["id"], item["item_id"], answer, tools, label)
-        )
+        trace = _trace(run["id"], item["item_id"], item["input"], answer, tools, label)
+        await _post(client, key, "/sessions", trace)
     await wait_for_run(client, key, run["id"])
     return str(run["id"])
 
@@ -126,7 +128,7 @@ SESSION = {
             "name": "agent.run",
             "kind": "agent",
             "input": "Refund my damaged kettle",
-            "output": f"Refund issued. {MARKUP}",
+            "output": "Refund issued: 34.99 EUR back to the card ending 4242.",
             "start_time": "2026-11-30T08:00:00Z",
             "end_time": "2026-11-30T08:00:02.250Z",
         },
@@ -170,7 +172,10 @@ SESSION = {
 
 async def seed(client: httpx.AsyncClient, admin: CreatedKey) -> Scenario:
     """The scenario, made with an admin key (connections are configuration)."""
-    dataset = await _post(client, admin, "/datasets", {"name": f"support-golden {MARKUP}"})
+    await _post(client, admin, "/datasets", {"name": "drafts"})  # no version at all
+    ideas = await _post(client, admin, "/datasets", {"name": "ideas"})  # none golden
+    await _post(client, admin, f"/datasets/{ideas['id']}/versions", {"items": ITEMS[3:]})
+    dataset = await _post(client, admin, "/datasets", {"name": "support-golden"})
     dataset_id = dataset["id"]
     first = await _post(
         client, admin, f"/datasets/{dataset_id}/versions", {"items": ITEMS[:2], "golden": False}
@@ -187,7 +192,7 @@ async def seed(client: httpx.AsyncClient, admin: CreatedKey) -> Scenario:
         dataset_id,
         Agent(WORSE, wire="chat", usage=USAGE, latency_s=0.01),
         version_label="v1.5.0-rc1",
-        name=f"release {MARKUP}",
+        name="release candidate 1.5",
         baseline={"kind": "preprod_run", "value": good},
         gate={"max_regressions": 0, "min_pass_rate": 0.9, "cost": {"max_delta_pct": 10}},
     )
@@ -215,3 +220,48 @@ async def seed(client: httpx.AsyncClient, admin: CreatedKey) -> Scenario:
         session_id=SESSION["session"]["id"],  # type: ignore[index]
         item_ids=[i["item_id"] for i in items],
     )
+
+
+@dataclass(frozen=True)
+class Planted:
+    """What `plant_markup` stored: markup in every text a page prints."""
+
+    dataset_id: str
+    version_id: str
+    run_id: str
+    session_id: str
+
+
+async def plant_markup(client: httpx.AsyncClient, key: CreatedKey) -> Planted:
+    """A dataset, a run and a session whose names, prompts and answers hold `MARKUP`."""
+    dataset = await _post(client, key, "/datasets", {"name": f"golden {MARKUP}"})
+    version = await _post(
+        client,
+        key,
+        f"/datasets/{dataset['id']}/versions",
+        {
+            "items": [
+                {
+                    "input": f"prompt {MARKUP}",
+                    "expected_output": f"expected {MARKUP}",
+                    "metadata": {"note": MARKUP},
+                }
+            ],
+            "golden": True,
+        },
+    )
+    run = await create_run(
+        client,
+        key,
+        dataset_id=dataset["id"],
+        version_label=f"label {MARKUP}",
+        name=f"run {MARKUP}",
+    )
+    [item] = await items_of(client, key, run["id"])
+    trace = _trace(
+        run["id"], item["item_id"], item["input"], f"answer {MARKUP}", ["lookup"], "planted"
+    )
+    trace["session"]["agent_name"] = f"agent {MARKUP}"
+    await _post(client, key, "/sessions", trace)
+    await wait_for_run(client, key, run["id"])
+    return Planted(dataset["id"], version["id"], run["id"], trace["session"]["id"])

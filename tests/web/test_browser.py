@@ -14,7 +14,7 @@ import pytest
 from neens.demo.endpoints import Agent, serve
 from tests.support.preprod import auth, connection
 from tests.web.conftest import Site, run_async
-from tests.web.scenario import GOOD
+from tests.web.scenario import GOOD, MARKUP, Planted, plant_markup
 
 pytestmark = pytest.mark.e2e
 
@@ -45,12 +45,15 @@ def no_sideways_scroll(tab: Any) -> None:
     assert width <= WIDTH, f"{tab.url} is {width}px wide at a {WIDTH}px window"
 
 
-def test_sign_in_with_a_key_returns_to_the_page_asked_for(browser: Any, sqlite_site: Site) -> None:
+def test_sign_in_with_a_key_returns_to_the_page_asked_for(
+    browser: Any, sqlite_site: Site, screenshots: Path
+) -> None:
     context = browser.new_context(viewport={"width": WIDTH, "height": 900})
     tab = context.new_page()
     try:
         tab.goto(f"{sqlite_site.url}/ui/datasets")
         assert "/ui/sign-in?next=%2Fui%2Fdatasets" in tab.url
+        tab.screenshot(path=str(screenshots / "sign-in.png"))
         tab.fill("#key", "nk_live_not-a-key")
         tab.click("button[type=submit]")
         assert "unknown or revoked" in tab.inner_text("[role=alert]")
@@ -215,19 +218,26 @@ def test_a_running_run_updates_on_its_page_without_a_reload(
     no_sideways_scroll(page)
 
 
+async def _plant(site: Site) -> Planted:
+    async with httpx.AsyncClient(base_url=site.url, timeout=30) as client:
+        return await plant_markup(client, site.admin)
+
+
 def test_stored_markup_shows_as_text_and_never_runs(page: Any, sqlite_site: Site) -> None:
-    sc = sqlite_site.scenario
+    planted = run_async(_plant(sqlite_site))
     for path in (
         "/ui/datasets",
-        f"/ui/datasets/{sc.dataset_id}/versions/{sc.version_id}",
-        f"/ui/preprod-evals/{sc.worse_run}",
+        f"/ui/datasets/{planted.dataset_id}/versions/{planted.version_id}",
+        f"/ui/preprod-evals/{planted.run_id}",
         "/ui/preprod-evals",
-        f"/ui/sessions/{sc.session_id}",
+        f"/ui/compare?runs={planted.run_id}",
+        f"/ui/sessions/{planted.session_id}",
         "/ui/sessions",
+        "/ui/preprod-evals/new",
     ):
         page.goto(sqlite_site.url + path)
         for summary in page.locator("main summary").all()[:20]:
             summary.click()
-        assert '<script>alert("item")</script>' in page.inner_text("main"), path
+        assert MARKUP in page.inner_text("main") or path.endswith("/new"), path
         assert page.locator("main img").count() == 0, path
     # the `page` fixture fails the test if any alert() ran

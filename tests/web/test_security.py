@@ -16,7 +16,7 @@ from neens.store.keys import revoke_key
 from neens.web import cookies
 from tests.web.conftest import Site, make_key, run_async
 from tests.web.pages import csrf_of, page, sign_in, twin
-from tests.web.scenario import MARKUP
+from tests.web.scenario import MARKUP, plant_markup
 
 
 @pytest.fixture
@@ -44,6 +44,8 @@ async def test_a_page_without_a_session_sends_to_sign_in_and_back(
         r = await anonymous.get(path)
         assert r.status_code == 303, path
         assert r.headers["location"].startswith("/ui/sign-in") or path == "/ui/"
+    r = await anonymous.post("/ui/sign-out", data={})
+    assert (r.status_code, r.headers["location"]) == (303, "/ui/sign-in")
 
 
 @pytest.mark.parametrize(
@@ -140,7 +142,14 @@ async def test_another_projects_ids_are_not_found_and_its_lists_are_empty(
         assert "support-golden" not in r.text and "Where is order 17" not in r.text
     r = await anonymous.get("/ui/compare", params={"runs": [sc.good_run, sc.worse_run]})
     assert r.status_code == 200 and "v1.5.0-rc1" not in r.text
-    for path in ("/ui/preprod-evals", "/ui/datasets", "/ui/sessions", "/ui/insights"):
+    for path in (
+        "/ui/preprod-evals",
+        "/ui/preprod-evals/new",
+        "/ui/compare",
+        "/ui/datasets",
+        "/ui/sessions",
+        "/ui/insights",
+    ):
         html = await page(anonymous, path)
         assert sc.good_run not in html and sc.dataset_id not in html, path
         assert "support-session-1" not in html
@@ -260,18 +269,18 @@ async def test_an_ingest_key_sees_what_the_api_lets_it_see(
 
 
 async def test_stored_markup_is_printed_as_text(site: Site, pages: httpx.AsyncClient) -> None:
-    sc = site.scenario
+    planted = await plant_markup(pages, site.admin)
     escaped = "&lt;script&gt;alert(&#34;item&#34;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
     for path in (
         "/ui/datasets",
-        f"/ui/datasets/{sc.dataset_id}",
-        f"/ui/datasets/{sc.dataset_id}/versions/{sc.version_id}",
+        f"/ui/datasets/{planted.dataset_id}",
+        f"/ui/datasets/{planted.dataset_id}/versions/{planted.version_id}",
         "/ui/preprod-evals",
-        f"/ui/preprod-evals/{sc.worse_run}",
-        f"/ui/compare?runs={sc.good_run}&runs={sc.worse_run}",
+        f"/ui/preprod-evals/{planted.run_id}",
+        f"/ui/preprod-evals/{planted.run_id}/live",
+        f"/ui/compare?runs={planted.run_id}",
         "/ui/sessions",
-        f"/ui/sessions/{sc.session_id}",
-        "/ui/insights",
+        f"/ui/sessions/{planted.session_id}",
         "/ui/preprod-evals/new",
     ):
         html = await page(pages, path)

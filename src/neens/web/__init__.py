@@ -10,6 +10,14 @@ path can ever shadow an API path (docs/pages.md).
 - `app`: the pages' application, mounted at `/ui` by `neens.api.app.create_app`.
 - `cookies`: the signed session cookie (a key id and a CSRF token, never the key).
 - `guard`: who is signed in, on every request, and the CSRF and Origin checks of every form.
-- `render`: the template environment, number and time formats, security headers.
-- `routers/`: one module per area (auth, datasets, sessions, preprod, compare, insights).
+- `render`: the template environment and the headers every page answers with.
+- `formats`: how values are written ("no data", "unpriced", never 0), and status colours.
+- `nav`: the header's navigation; an area adds its entry there.
+- `new_run`: the New pre-prod eval form's offer, defaults and request body.
+- `routers/`: one module per area (auth, datasets, sessions, preprod, compare, insights);
+  `templates/` mirrors them (`base.html` is the layout, `macros.html` the shared pieces) and
+  `static/` holds the one stylesheet and the one script.
+
+A new area (the sweep pages) adds a router module here, its templates in a folder of its own
+extending `base.html`, and a `nav.NAV` entry; its pages render its twins' route functions.
 """

@@ -123,9 +123,12 @@ def symbol(word: str | None) -> str:
     return SYMBOLS[tone(word)]
 
 
+WORDS = {"no_llm_calls": "no LLM calls"}
+
+
 def words(word: str | None) -> str:
     """A status as a person reads it: `completed_with_regressions` → completed with regressions."""
-    return (word or "unknown").replace("_", " ")
+    return WORDS.get(word or "", (word or "unknown").replace("_", " "))
 
 
 FILTERS = {

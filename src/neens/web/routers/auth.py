@@ -81,7 +81,11 @@ async def sign_in(request: Request) -> Response:
 
 @router.post("/sign-out")
 async def sign_out(request: Request) -> Response:
-    await read_form(request, read_session(request))
+    """Ends a session with its form token; a post without a session (already expired, or
+    another site's) only clears the cookie, which signs nobody out."""
+    session = read_session(request)
+    if session is not None and session.key_id is not None:
+        await read_form(request, session)
     response = RedirectResponse(SIGN_IN, status_code=303)
     clear_session_cookie(response, request)
     return response

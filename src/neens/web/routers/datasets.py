@@ -25,6 +25,7 @@ async def dataset_list(request: Request, viewer: ViewerDep) -> Response:
     db, principal = db_of(request), viewer.principal
     datasets = (await api.list_datasets(principal, db, name=None)).datasets
     versions = {d.id: (await api.list_versions(d.id, principal, db)).versions for d in datasets}
+    golden = {d.id: next((v for v in versions[d.id] if v.golden), None) for d in datasets}
     return render(
         request,
         "datasets/list.html",
@@ -32,7 +33,7 @@ async def dataset_list(request: Request, viewer: ViewerDep) -> Response:
         section="datasets",
         twin="/datasets",
         datasets=datasets,
-        versions=versions,
+        golden=golden,
     )
 
 
