@@ -310,3 +310,32 @@ async def test_no_page_path_shadows_an_api_path(site: Site, anonymous: httpx.Asy
     assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
     r = await anonymous.get("/ui/static/neens.css")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/css")
+
+
+@pytest.mark.parametrize(
+    ("origin", "host", "accepted"),
+    [
+        (None, None, True),
+        ("{url}", None, True),
+        ("http://neens.example.com:80", "neens.example.com", True),
+        ("http://neens.example.com", "neens.example.com:80", True),
+        ("https://neens.example.com", "neens.example.com", True),
+        ("http://neens.example.com:8080", "neens.example.com", False),
+        ("http://evil.example", None, False),
+        ("{url}.evil.example", None, False),
+        ("null", None, False),
+        ("file://", None, False),
+    ],
+)
+async def test_a_form_is_taken_only_from_this_servers_own_origin(
+    site: Site, anonymous: httpx.AsyncClient, origin: str | None, host: str | None, accepted: bool
+) -> None:
+    await sign_in(anonymous, site.admin)
+    token = csrf_of(await page(anonymous, "/ui/datasets"))
+    headers = {}
+    if origin is not None:
+        headers["Origin"] = origin.format(url=site.url)
+    if host is not None:
+        headers["Host"] = host
+    r = await anonymous.post("/ui/sign-out", data={"csrf_token": token}, headers=headers)
+    assert r.status_code == (303 if accepted else 403)

@@ -172,18 +172,33 @@ class Form:
         return list(self.fields.get(name, []))
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _host_port(netloc: str, scheme: str) -> tuple[str, int | None]:
+    try:
+        parts = urlsplit(f"//{netloc}")
+        return (parts.hostname or "", parts.port or DEFAULT_PORTS.get(scheme))
+    except ValueError:  # a port that is not a number
+        return ("", None)
+
+
 def _origin_allowed(request: Request) -> bool:
+    """Whether the post's `Origin` names this server: the host it was sent to (`Host`), or
+    `NEENS_PUBLIC_URL`'s; a default port written or not is the same origin."""
     origin = request.headers.get("origin")
     if origin is None:
         return True  # older browsers omit it on same-origin posts; the token still decides
-    if origin == "null":
+    parts = urlsplit(origin)
+    if origin == "null" or parts.scheme not in DEFAULT_PORTS or not parts.netloc:
         return False
-    host = urlsplit(origin).netloc.lower()
-    allowed = {request.headers.get("host", "").lower()}
+    sent_from = _host_port(parts.netloc.lower(), parts.scheme)
+    allowed = {_host_port(request.headers.get("host", "").lower(), parts.scheme)}
     public = settings_of(request).public_url
     if public:
-        allowed.add(urlsplit(public).netloc.lower())
-    return host in allowed
+        url = urlsplit(public)
+        allowed.add(_host_port(url.netloc.lower(), url.scheme))
+    return sent_from in allowed
 
 
 async def read_form(request: Request, session: PageSession | None) -> Form:
