@@ -9,6 +9,9 @@ STAMP := $(VENV)/.installed-stamp
 # has no 0.66b2 release, while each release pins its own OpenTelemetry: resolved, it would
 # downgrade the OpenTelemetry every other suite uses.
 NO_DEPS_DEV := traceloop-sdk==0.62.4 opentelemetry-instrumentation-threading==0.66b1
+# The browser tests' screenshots that docs/pages.md shows.
+DOC_SCREENSHOTS := preprod-evals preprod-new preprod-run preprod-run-expanded compare \
+	compare-trajectory datasets dataset-items sessions session insights
 
 .DEFAULT_GOAL := help
 
@@ -51,6 +54,12 @@ format: install ## Apply ruff's formatting and import order
 openapi: install ## Write the OpenAPI contract to schemas/openapi.json
 	$(BIN)/python -m neens.api.openapi_dump > schemas/openapi.json
 
+screenshots: install ## Refresh docs/screenshots from the browser tests (needs chromium)
+	NEENS_REQUIRE_BROWSER=1 $(BIN)/pytest -q -p no:cacheprovider tests/web/test_browser.py
+	mkdir -p docs/screenshots
+	for name in $(DOC_SCREENSHOTS); do \
+		cp test-artifacts/screenshots/$$name.png docs/screenshots/; done
+
 bench: install ## Run the benchmarks (each prints a ratio against its baseline)
 	$(BIN)/python bench/otlp_ingest.py
 	$(BIN)/python bench/push_run.py
@@ -58,4 +67,4 @@ bench: install ## Run the benchmarks (each prints a ratio against its baseline)
 	$(BIN)/python bench/sweep.py
 	$(BIN)/python bench/decision.py
 
-.PHONY: help install demo demo-stack serve test check format openapi bench
+.PHONY: help install demo demo-stack serve test check format openapi screenshots bench

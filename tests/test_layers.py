@@ -23,8 +23,8 @@ MAY_IMPORT: dict[str, set[str]] = {
 }
 """What each layer may import from `neens`; `api` and the CLI sit on top and may import all."""
 
-ABOVE_VIEWS = {"api", "mcp"}
-"""The layers that call the views: the API and the MCP tools (pages, when they come, join them)."""
+ABOVE_VIEWS = {"api", "mcp", "web"}
+"""The layers that call the views: the API, the MCP tools and the pages."""
 
 
 def _neens_imports(path: Path) -> list[tuple[int, str]]:

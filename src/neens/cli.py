@@ -59,7 +59,8 @@ def _serve(args: argparse.Namespace) -> int:
     app = create_app(settings)
     print(
         f"Neens serving on http://{settings.host}:{settings.port} "
-        f"(database: {settings.resolved_database_url().split('://')[0]})",
+        f"(database: {settings.resolved_database_url().split('://')[0]}); "
+        f"pages at http://{settings.host}:{settings.port}/ui/",
         file=sys.stderr,
     )
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)

@@ -13,16 +13,22 @@ generated on one of them could not decrypt what another wrote.
 
 Values stored before encryption existed (no `enc:` prefix) are read as they are and encrypted
 when the server or a worker starts (`store.secrets.reencrypt`).
+
+The same keys sign the pages' session cookies, through keys derived from them for that purpose
+alone (`SecretBox.derived_keys`), so a cookie reveals nothing of the keys that encrypt secrets.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from sqlalchemy.engine import make_url
 
 from neens.settings import Settings
@@ -41,6 +47,8 @@ class SecretBox:
 
     primary: Fernet
     keys: MultiFernet
+    raw: tuple[bytes, ...] = ()
+    """The keys' bytes, in the configured order, for `derived_keys`."""
 
     def seal(self, value: str) -> str:
         return PREFIX + self.primary.encrypt(value.encode()).decode("ascii")
@@ -66,6 +74,17 @@ class SecretBox:
         except InvalidToken:
             return False
         return True
+
+    def derived_keys(self, purpose: str) -> list[bytes]:
+        """One 32-byte key per configured key, in the same order, for another use than
+        encrypting secrets (the pages' signed cookies): HKDF-SHA256 with `purpose` as its info,
+        so a key derived for one purpose reveals nothing of the secret keys or of another
+        purpose's keys. The first signs; all verify, so rotation works as it does for secrets.
+        """
+        return [
+            HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=purpose.encode()).derive(key)
+            for key in self.raw
+        ]
 
     def seal_headers(self, headers: dict[str, str]) -> dict[str, str]:
         return {name: self.seal(value) for name, value in headers.items()}
@@ -94,7 +113,8 @@ def box_from_keys(keys: list[str]) -> SecretBox:
                 f"NEENS_SECRET_KEYS key #{index + 1} is not a valid key (32 url-safe base64 "
                 "bytes); make one with `neens secrets generate-key`"
             ) from None
-    return SecretBox(fernets[0], MultiFernet(fernets))
+    raw = tuple(base64.urlsafe_b64decode(key.encode("ascii")) for key in keys)
+    return SecretBox(fernets[0], MultiFernet(fernets), raw)
 
 
 def parse_keys(text: str) -> list[str]:

@@ -137,29 +137,43 @@ def test_keys_create_refuses_an_unknown_role() -> None:
     assert "--role" in result.stderr
 
 
-def test_serve_starts_on_the_embedded_sqlite_default_and_migrates_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """What `make serve` runs: nothing configured, the database appears under .neens/."""
-    monkeypatch.delenv("NEENS_HOME")
-    port = free_port()
+def _start_serve(port: int, cwd: Path) -> subprocess.Popen[str]:
     process = subprocess.Popen(
         [*NEENS, "serve", "--port", str(port)],
-        cwd=tmp_path,
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+            return process
+        except httpx.TransportError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise AssertionError(process.stderr.read() if process.stderr else "") from None
+            time.sleep(0.2)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=30)
+
+
+def test_serve_starts_on_the_embedded_sqlite_default_and_migrates_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `make serve` runs: nothing configured, the database appears under .neens/, and the
+    pages are served, signing in with a key the CLI made; a restart keeps the page session."""
+    monkeypatch.delenv("NEENS_HOME")
+    monkeypatch.delenv("NEENS_SECRET_KEYS")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = _start_serve(port, tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                r = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(process.stderr.read() if process.stderr else "") from None
-                time.sleep(0.2)
+        r = httpx.get(f"{base}/healthz")
         assert r.json()["status"] == "ok"
         assert r.json()["database"] == "sqlite"
         assert (tmp_path / ".neens" / "neens.db").exists()
@@ -168,13 +182,24 @@ def test_serve_starts_on_the_embedded_sqlite_default_and_migrates_it(
         )
         key = json.loads(created.stdout)["key"]
         # A key made by the CLI while the server runs is usable at once.
-        r = httpx.get(
-            f"http://127.0.0.1:{port}/datasets", headers={"Authorization": f"Bearer {key}"}
-        )
+        r = httpx.get(f"{base}/datasets", headers={"Authorization": f"Bearer {key}"})
         assert r.status_code == 200
+        browser = httpx.Client(base_url=base)
+        form = browser.get("/ui/sign-in").text
+        token = form.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+        r = browser.post("/ui/sign-in", data={"csrf_token": token, "key": key})
+        assert (r.status_code, r.headers["location"]) == (303, "/ui/preprod-evals")
+        assert "New pre-prod eval" in browser.get("/ui/preprod-evals").text
+        assert browser.get("/ui/static/neens.css").status_code == 200
     finally:
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
+        _stop(process)
+    # The signing key comes from .neens/secret.key, which outlives the process.
+    process = _start_serve(port, tmp_path)
+    try:
+        assert browser.get("/ui/datasets").status_code == 200
+    finally:
+        browser.close()
+        _stop(process)
 
 
 def test_db_upgrade_and_current(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
+from starlette.responses import RedirectResponse
 from starlette.routing import Route
 
 from neens import __version__
@@ -54,6 +55,7 @@ from neens.settings import Settings
 from neens.store import migrate
 from neens.store.db import Database
 from neens.store.secrets import reencrypt
+from neens.web.app import create_web_app
 
 ROUTERS = (
     health,
@@ -139,6 +141,11 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
     app.router.routes.append(
         Route("/mcp", mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     )
+    # The pages, under /ui/ where no API route is (docs/pages.md); not OpenAPI routes either.
+    app.router.routes.append(
+        Route("/ui", lambda _: RedirectResponse("/ui/", status_code=308), include_in_schema=False)
+    )
+    app.mount("/ui", create_web_app(app.state))
     # Innermost first: each add wraps the ones before it.
     app.add_middleware(JsonDepthMiddleware, own_decoders=frozenset({"/v1/traces"}))
     app.add_middleware(UnstorableParameterMiddleware)

@@ -157,3 +157,36 @@ async def resolve_key(db: Database, key: str) -> Principal | None:
     principal = Principal(key_id, company_id, project_id, role)
     db.memo_set("key", digest, principal)
     return principal
+
+
+@dataclass(frozen=True, slots=True)
+class SignedIn:
+    """A key as the pages show who is signed in: its principal, names and printable prefix."""
+
+    principal: Principal
+    company: str
+    project: str
+    display_prefix: str
+
+
+async def signed_in(db: Database, key_id: str) -> SignedIn | None:
+    """The key with id `key_id` while it is valid; None once it is revoked (or never existed).
+
+    Read from the database on every call, without `resolve_key`'s memory: a page session ends
+    on the first request after its key is revoked, in any process."""
+    async with db.read() as s:
+        row = (
+            await s.execute(
+                select(ApiKey, Project, Company.name)
+                .join(Project, Project.id == ApiKey.project_id)
+                .join(Company, Company.id == Project.company_id)
+                .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
+            )
+        ).first()
+    if row is None:
+        return None
+    key, project, company = row
+    if key.role not in ROLES:
+        raise ValueError(f"key {key.id} has an unknown role {key.role!r} in the database")
+    principal = Principal(key.id, project.company_id, project.id, key.role)
+    return SignedIn(principal, company, project.name, key.display_prefix)

@@ -3,6 +3,8 @@ its frozen items."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from neens.domain.comparison import Comparison, compare_run
 from neens.domain.gate import GateResult, evaluate_gate, parse_gate_policy
 from neens.domain.metrics import MetricRow, metrics_rollup
@@ -38,6 +40,18 @@ async def run_comparison(db: Database, project_id: str, run_id: str) -> Comparis
 async def run_metrics(db: Database, project_id: str, run_id: str) -> list[MetricRow]:
     """One row per judge metric over the run's scored sessions; empty when nothing is scored."""
     return metrics_rollup(await run_scores(db, project_id, run_id))
+
+
+async def run_list(
+    db: Database,
+    project_id: str,
+    *,
+    limit: int,
+    dataset_id: str | None = None,
+    after: tuple[datetime, str] | None = None,
+) -> tuple[list[store.RunInfo], tuple[datetime, str] | None]:
+    """Newest first: a page of runs after `after`, and where it ends (None on the last page)."""
+    return await store.list_runs(db, project_id, limit=limit, dataset_id=dataset_id, after=after)
 
 
 async def run_detail(db: Database, project_id: str, run_id: str) -> store.RunInfo:

@@ -20,6 +20,13 @@ from neens.api.schemas.datasets import (
 )
 from neens.errors import Unprocessable
 from neens.store import datasets as store
+from neens.views.datasets import (
+    dataset_detail,
+    dataset_list,
+    dataset_version,
+    dataset_versions,
+    version_items,
+)
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 
@@ -43,13 +50,13 @@ async def list_datasets(
     db: DbDep,
     name: str | None = Query(default=None, description="Only the dataset with this name."),
 ) -> DatasetList:
-    infos = await store.list_datasets(db, principal.project_id, name=name)
+    infos = await dataset_list(db, principal.project_id, name=name)
     return DatasetList(datasets=[DatasetOut(**asdict(i)) for i in infos])
 
 
 @router.get("/{dataset_id}", operation_id="datasets-get")
 async def get_dataset(dataset_id: str, principal: AnyKey, db: DbDep) -> DatasetOut:
-    return DatasetOut(**asdict(await store.get_dataset(db, principal.project_id, dataset_id)))
+    return DatasetOut(**asdict(await dataset_detail(db, principal.project_id, dataset_id)))
 
 
 @router.post("/{dataset_id}/versions", status_code=201, operation_id="datasets-create_version")
@@ -66,13 +73,13 @@ async def create_version(
 
 @router.get("/{dataset_id}/versions", operation_id="datasets-list_versions")
 async def list_versions(dataset_id: str, principal: AnyKey, db: DbDep) -> VersionList:
-    infos = await store.list_versions(db, principal.project_id, dataset_id)
+    infos = await dataset_versions(db, principal.project_id, dataset_id)
     return VersionList(versions=[VersionOut(**asdict(i)) for i in infos])
 
 
 @router.get("/{dataset_id}/versions/{version_id}", operation_id="datasets-get_version")
 async def get_version(dataset_id: str, version_id: str, principal: AnyKey, db: DbDep) -> VersionOut:
-    info = await store.get_version(db, principal.project_id, dataset_id, version_id)
+    info = await dataset_version(db, principal.project_id, dataset_id, version_id)
     return VersionOut(**asdict(info))
 
 
@@ -102,13 +109,12 @@ async def list_items(
     if after is not None and offset is not None:
         raise Unprocessable("give either cursor or offset, not both", field="cursor")
     start = after[0] + 1 if after is not None else offset or 0
-    infos = await store.list_items(
-        db, principal.project_id, dataset_id, version_id, limit=limit + 1, start=start
+    page = await version_items(
+        db, principal.project_id, dataset_id, version_id, limit=limit, start=start
     )
-    page = infos[:limit]
-    more = len(infos) > limit
+    more = page.next_position is not None
     return ItemList(
-        items=[ItemOut(**asdict(i)) for i in page],
-        next_offset=page[-1].position + 1 if more else None,
-        next_cursor=next_cursor(_ITEMS, (page[-1].position,)) if more else None,
+        items=[ItemOut(**asdict(i)) for i in page.items],
+        next_offset=page.next_position,
+        next_cursor=next_cursor(_ITEMS, (page.items[-1].position,)) if more else None,
     )

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 from neens.api.deps import AnyKey, DbDep
 from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.insights import InsightList, InsightOut
-from neens.store import insights as store
+from neens.views.insights import insight_list
 
 router = APIRouter(prefix="/insights", tags=["insights"])
 
@@ -29,7 +29,7 @@ async def list_insights(
     """Newest first, one page at a time: pass `nextCursor` back as `cursor` (with the same
     `run_id`) for the next page."""
     after = decode_cursor(_INSIGHTS, cursor, (datetime, str))
-    infos, end = await store.list_insights(
+    infos, end = await insight_list(
         db,
         principal.project_id,
         run_id=run_id,

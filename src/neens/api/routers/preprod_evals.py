@@ -21,7 +21,7 @@ from neens.api.schemas.preprod import (
 from neens.domain.gate import parse_gate_policy
 from neens.errors import Unprocessable
 from neens.store import runs as store
-from neens.views.runs import run_detail, run_items_page
+from neens.views.runs import run_detail, run_items_page, run_list
 
 router = APIRouter(prefix="/preprod-evals", tags=["preprod-evals"])
 
@@ -111,7 +111,7 @@ async def list_runs(
     """Newest first, one page at a time: pass `nextCursor` back as `cursor` (with the same
     `dataset_id`) for the next page."""
     after = decode_cursor(_RUNS, cursor, (datetime, str))
-    infos, end = await store.list_runs(
+    infos, end = await run_list(
         db,
         principal.project_id,
         limit=limit,

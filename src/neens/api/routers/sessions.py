@@ -20,28 +20,13 @@ from neens.api.schemas.sessions import (
     SpanOut,
     WarningOut,
 )
-from neens.domain.conventions import Flag, span_view
-from neens.domain.pricing import PriceBook, span_cost
-from neens.domain.span_tree import (
-    NESTED_LEVELS,
-    SpanNode,
-    parent_cycle_members,
-    span_tree,
-    walk,
-)
-from neens.domain.spans import SpanRecord
+from neens.domain.conventions import Flag
 from neens.engine.ingest import ingest_spans
 from neens.errors import Unprocessable
 from neens.ingest.native import decode_native
-from neens.store import pricing
-from neens.store.session_reads import (
-    SessionFilter,
-    SessionKey,
-    StoredSession,
-    by_start,
-    get_session,
-    list_sessions,
-)
+from neens.store.session_reads import SessionFilter, SessionKey, StoredSession, by_start
+from neens.views.sessions import SessionDetail as SessionDetailView
+from neens.views.sessions import SpanView, session_detail, session_list
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
 
@@ -79,64 +64,49 @@ def _warning(flag: Flag) -> WarningOut:
     return WarningOut(code=flag.code, message=flag.message)
 
 
-def _span_out(node: SpanNode, book: PriceBook, on_cycle: bool) -> SpanOut:
-    """One span without its children (the caller places them)."""
-    r = node.record
-    view = span_view(r)
-    cost = span_cost(view, book) if view.kind == "llm" else None
-    duration = (
-        (r.end_time - r.start_time).total_seconds() * 1000 if r.start_time and r.end_time else None
-    )
-    flags = list(view.flags)
-    if on_cycle:
-        flags.append(
-            Flag(
-                "parent_cycle", "this span is its own ancestor through parent ids; shown as a root"
-            )
-        )
-    if cost is not None and cost.overflow and cost.unpriced_reason is not None:
-        flags.append(Flag("cost_overflow", cost.unpriced_reason))
+def span_out(view: SpanView) -> SpanOut:
+    """A span and its children as the API shows them; iterative, as the tree is deep."""
+    root = _one_span_out(view)
+    stack = [(view, root)]
+    while stack:
+        node, out = stack.pop()
+        for child in node.children:
+            child_out = _one_span_out(child)
+            out.children.append(child_out)
+            stack.append((child, child_out))
+    return root
+
+
+def _one_span_out(v: SpanView) -> SpanOut:
     return SpanOut(
-        span_id=r.span_id,
-        parent_span_id=r.parent_span_id,
-        name=r.name,
-        kind=view.kind,
-        start_time=r.start_time,
-        end_time=r.end_time,
-        duration_ms=duration,
-        status=r.status_code,
-        status_message=r.status_message,
-        input=view.input,
-        output=view.output,
-        model=view.model,
-        input_tokens=view.input_tokens,
-        output_tokens=view.output_tokens,
-        cost_usd=cost.usd if cost else None,
-        unpriced_reason=cost.unpriced_reason if cost else None,
-        attributes=r.attributes,
-        resource_attributes=r.resource_attributes,
-        events=r.events,
-        warnings=[_warning(flag) for flag in flags],
+        span_id=v.span_id,
+        parent_span_id=v.parent_span_id,
+        name=v.name,
+        kind=v.kind,
+        start_time=v.start_time,
+        end_time=v.end_time,
+        duration_ms=v.duration_ms,
+        status=v.status,
+        status_message=v.status_message,
+        input=v.input,
+        output=v.output,
+        model=v.model,
+        input_tokens=v.input_tokens,
+        output_tokens=v.output_tokens,
+        cost_usd=v.cost_usd,
+        unpriced_reason=v.unpriced_reason,
+        attributes=v.attributes,
+        resource_attributes=v.resource_attributes,
+        events=v.events,
+        warnings=[_warning(flag) for flag in v.warnings],
         children=[],
     )
 
 
-def span_tree_out(records: list[SpanRecord], book: PriceBook) -> list[SpanOut]:
-    """The span tree as the API shows it, built without recursion and nested at most
-    `NESTED_LEVELS` deep (see there): a span deeper than that joins its ancestor's
-    descendants at the last nested level."""
-    on_cycle = parent_cycle_members(records)
-    roots: list[SpanOut] = []
-    holder: dict[int, SpanOut] = {}
-    """id(node) → the SpanOut whose `children` receive that node's children."""
-    for node, parent, depth in walk(span_tree(records)):
-        out = _span_out(node, book, node.record.span_id in on_cycle)
-        if parent is None:
-            roots.append(out)
-        else:
-            holder[id(parent)].children.append(out)
-        holder[id(node)] = out if depth < NESTED_LEVELS else holder[id(parent)]
-    return roots
+def session_detail_out(detail: SessionDetailView) -> SessionDetail:
+    return SessionDetail(
+        **session_out(detail.session).model_dump(), spans=[span_out(s) for s in detail.spans]
+    )
 
 
 def _native_payload(body: NativeSessionIn) -> dict[str, Any]:
@@ -231,7 +201,7 @@ async def get_sessions(
     filt = SessionFilter(agent_name=agent_name, start=start, end=end, eval_run_id=eval_run_id)
     kind, shape = (_SESSIONS_BY_START, (datetime, int)) if by_start(filt) else (_SESSIONS, (int,))
     after = decode_cursor(kind, cursor, shape)
-    page, last = await list_sessions(
+    page, last = await session_list(
         db,
         principal.project_id,
         filt,
@@ -244,9 +214,4 @@ async def get_sessions(
 @router.get("/{session_id}", operation_id="sessions-get")
 async def get_one_session(session_id: str, principal: AnyKey, db: DbDep) -> SessionDetail:
     """A session with its span tree; each LLM span carries its own cost or unpriced reason."""
-    stored = await get_session(db, principal.project_id, session_id)
-    book = PriceBook(await pricing.list_prices(db, principal.project_id))
-    return SessionDetail(
-        **session_out(stored).model_dump(),
-        spans=span_tree_out(stored.spans, book),
-    )
+    return session_detail_out(await session_detail(db, principal.project_id, session_id))

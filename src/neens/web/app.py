@@ -1,0 +1,88 @@
+"""The pages' application, mounted at `/ui` by `neens.api.app.create_app`.
+
+A separate application rather than more routes on the API's: the API's guards (JSON bodies
+only, unknown query parameters refused) and its JSON error shape are right for programs and
+wrong for a browser, the pages stay out of the OpenAPI contract, and no page path can shadow an
+API path. The pages share the API's state (database, settings, workers) and call its routes'
+own functions, so they answer what the API answers.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import State
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from neens.api.errors import validation_error_body
+from neens.errors import NeensError
+from neens.web.guard import SIGN_IN, FormRefused, SignInRequired, clear_session_cookie
+from neens.web.render import environment, query, render
+from neens.web.routers import auth, compare, datasets, insights, preprod, sessions
+
+ROUTERS = (auth, preprod, compare, datasets, sessions, insights)
+
+TITLES = {
+    400: "Bad request",
+    401: "Not signed in",
+    403: "Not allowed",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    413: "Too large",
+    415: "Unsupported form",
+    422: "Cannot do that",
+}
+
+
+def error_page(request: Request, status: int, message: str) -> Response:
+    return render(
+        request,
+        "error.html",
+        None,
+        status_code=status,
+        title=TITLES.get(status, "Error"),
+        status=status,
+        message=message,
+    )
+
+
+def create_web_app(shared: State) -> FastAPI:
+    """The pages, reading the database, settings and worker from the API's `shared` state."""
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    app.state.shared = shared
+    app.state.templates = environment()
+    app.state.signing_keys = {}
+    app.mount("/static", StaticFiles(packages=[("neens.web", "static")]), name="static")
+    for module in ROUTERS:
+        app.include_router(module.router)
+
+    @app.exception_handler(SignInRequired)
+    async def _sign_in(request: Request, exc: SignInRequired) -> Response:
+        target = exc.next_path if request.method in ("GET", "HEAD") else None
+        response = RedirectResponse(SIGN_IN + query(next=target), status_code=303)
+        if exc.clear:
+            clear_session_cookie(response, request)
+        return response
+
+    @app.exception_handler(FormRefused)
+    async def _refused(request: Request, exc: FormRefused) -> Response:
+        return error_page(request, 403, str(exc))
+
+    @app.exception_handler(NeensError)
+    async def _neens_error(request: Request, exc: NeensError) -> Response:
+        return error_page(request, exc.status_code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        status, body = validation_error_body(request, exc)
+        return error_page(request, status, body["error"]["message"])
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        message = "There is no page at this address." if exc.status_code == 404 else exc.detail
+        return error_page(request, exc.status_code, str(message))
+
+    return app
