@@ -31,6 +31,11 @@ SCOPES = (
     "data-version",
     "data-step",
     "data-insight",
+    "data-sweep",
+    "data-arm",
+    "data-agent",
+    "data-point",
+    "data-mode",
 )
 ABSENT = object()
 

@@ -20,9 +20,9 @@ from neens.api.errors import validation_error_body
 from neens.errors import NeensError
 from neens.web.guard import SIGN_IN, FormRefused, SignInRequired, clear_session_cookie
 from neens.web.render import environment, query, render
-from neens.web.routers import auth, compare, datasets, insights, preprod, sessions
+from neens.web.routers import auth, compare, datasets, insights, preprod, sessions, share, sweeps
 
-ROUTERS = (auth, preprod, compare, datasets, sessions, insights)
+ROUTERS = (auth, preprod, compare, sweeps, datasets, sessions, insights, share)
 
 TITLES = {
     400: "Bad request",
@@ -31,6 +31,7 @@ TITLES = {
     404: "Not found",
     405: "Method not allowed",
     409: "Conflict",
+    410: "Gone",
     413: "Too large",
     415: "Unsupported form",
     422: "Cannot do that",

@@ -25,6 +25,20 @@ def percent(value: float | None) -> str:
     return NO_DATA if value is None else f"{value * 100:.1f}%"
 
 
+def percent_short(value: float | None) -> str:
+    """A bar as people say it: 0.9 → 90%, 0.875 → 87.5%."""
+    if value is None:
+        return NO_DATA
+    return f"{value * 100:.1f}".removesuffix(".0") + "%"
+
+
+def pct_change(value: float | None) -> str:
+    """A change already in percent: −95.3%, +12.0%; "no data" when unknown."""
+    if value is None:
+        return NO_DATA
+    return f"{_sign(value, True)}{abs(value):,.1f}%"
+
+
 def usd(value: float | None, *, signed: bool = False) -> str:
     """US dollars: two decimals from $1 up, six significant-enough decimals below ($0.000390),
     so a cheap call's cost is not rounded to $0.00. None is `unpriced`, never $0."""
@@ -108,6 +122,8 @@ TONES = {
     "pending": "wait",
     "cancelled": "quiet",
     "skipped": "quiet",
+    "completed_with_failures": "bad",
+    "void": "bad",
 }
 """The colour family of a status word. Every badge also prints the word and a symbol, so no
 status is told by colour alone."""
@@ -133,6 +149,8 @@ def words(word: str | None) -> str:
 
 FILTERS = {
     "percent": percent,
+    "percent_short": percent_short,
+    "pct_change": pct_change,
     "usd": usd,
     "ms": ms,
     "decimal": decimal,

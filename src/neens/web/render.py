@@ -73,9 +73,11 @@ def render(
     """The page `template` for `viewer` (None on sign-in and error pages without a session).
 
     A page names its JSON twin with `twin` (the API path answering the same data), shown in
-    its footer and linked as `rel=alternate`."""
+    its footer and linked as `rel=alternate`; `twin_public` when the twin needs no key."""
     env: Environment = request.app.state.templates
     context.setdefault("twin", None)
     context.setdefault("section", None)
+    context.setdefault("twin_public", False)
+    context.setdefault("robots_noindex", False)
     html = env.get_template(template).render(request=request, viewer=viewer, **context)
     return HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)
