@@ -9,9 +9,11 @@ second pre-prod run regressed; production traffic is there, with agent names.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -119,6 +121,11 @@ def test_the_command_prints_the_url_an_admin_key_and_the_ids(running: Demo) -> N
     assert manifest["sweepId"].startswith("msw-")
     assert manifest["comparisonUrl"] == f"{manifest['sweepUrl']}/comparison"
     assert manifest["sweepUrl"] == f"{manifest['url']}/model-sweeps/{manifest['sweepId']}"
+    assert manifest["comparePageUrl"] == (
+        f"{manifest['url']}/ui/sweeps/{manifest['sweepId']}/compare"
+    )
+    assert manifest["signInUrl"] == f"{manifest['url']}/ui/sign-in"
+    assert f"Open        {manifest['comparePageUrl']}" in stderr
     assert set(manifest["preprodRuns"]) == {"v41", "v42"}
     assert manifest["productionSessions"] == 35
     data_dir = Path(manifest["dataDir"])
@@ -197,6 +204,29 @@ def test_every_model_is_labelled_simulated(running: Demo, api: httpx.Client) -> 
         "sim-frontier-large", "sim-frontier-medium", "sim-frontier-mini", "sim-previous-gen",
         "sim-budget-nano",
     }  # fmt: skip
+
+
+def test_the_printed_page_opens_on_the_sweep_after_signing_in_with_the_printed_key(
+    running: Demo, api: httpx.Client
+) -> None:
+    manifest = running.manifest
+    with httpx.Client(base_url=manifest["url"], timeout=30) as browser:
+        r = browser.get(manifest["comparePageUrl"])
+        assert r.status_code == 303 and r.headers["location"].startswith("/ui/sign-in?next=")
+        form = browser.get(r.headers["location"])
+        token = re.search(r'name="csrf_token" value="([^"]+)"', form.text)
+        assert token is not None
+        target = f"/ui/sweeps/{manifest['sweepId']}/compare"
+        r = browser.post(
+            "/ui/sign-in",
+            data={"csrf_token": token.group(1), "key": manifest["adminKey"], "next": target},
+        )
+        assert (r.status_code, r.headers["location"]) == (303, target)
+        page = browser.get(target)
+        assert page.status_code == 200
+    comparison = get(api, f"/model-sweeps/{manifest['sweepId']}/comparison")
+    assert html.escape(comparison["verdict"]["sentence"], quote=False) in page.text
+    assert page.text.count('data-simulated="true"') == 6, "every arm is labelled simulated"
 
 
 def test_two_preprod_runs_of_the_agent_the_second_regressed(

@@ -403,6 +403,8 @@ def _manifest(
     sweep = f"{url}/model-sweeps/{seeded.sweep_id}"
     return {
         "url": url,
+        "signInUrl": f"{url}/ui/sign-in",
+        "comparePageUrl": f"{url}/ui/sweeps/{seeded.sweep_id}/compare",
         "adminKey": admin_key,
         "ingestKey": ingest_key,
         "dataDir": str(data_dir.resolve()),
@@ -431,13 +433,14 @@ def _announce(manifest: dict[str, Any], seeded: Any, args: Any, err: Any) -> Non
         "",
         f"Neens demo ready in {manifest['seededInS']:g} s — every model in it is simulated.",
         "",
-        f"  Server      {url}   (API reference, in a browser: {url}/docs)",
+        f"  Open        {manifest['comparePageUrl']}",
+        "              in a browser, and sign in with the admin key to land on the sweep",
         f"  Admin key   {key}   (also in {Path(manifest['dataDir']) / MANIFEST})",
+        f"  Server      {url}   (pages at {url}/ui/, API reference at {url}/docs)",
         "",
         f"  Sweep       {catalog.SWEEP}: {len(catalog.MODELS)} simulated models × "
         f"{catalog.PASS_K} runs × {len(catalog.ITEMS)} golden items",
-        f"              {manifest['sweepUrl']}",
-        f"              {manifest['comparisonUrl']}",
+        f"              as JSON: {manifest['comparisonUrl']}",
         f"  Verdict     {comparison['verdict']['sentence']}",
     ]
     lines += [f"              {agent['verdict']['sentence']}" for agent in comparison["agents"]]
@@ -446,11 +449,11 @@ def _announce(manifest: dict[str, Any], seeded: Any, args: Any, err: Any) -> Non
         status = seeded.run_statuses[run_id]
         lines.append(
             f"  {'Pre-prod' if n == 0 else '':<10}  support-agent {label}: {status}, "
-            f"{url}/preprod-evals/{run_id}"
+            f"{url}/ui/preprod-evals/{run_id}"
         )
     lines += [
         f"  Production  {manifest['productionSessions']} sessions of support-agent "
-        f"{catalog.PRODUCTION.label}: {url}/sessions",
+        f"{catalog.PRODUCTION.label}: {url}/ui/sessions",
         "",
         "  Read the decision from the command line:",
         f"    export NEENS_BASE_URL={url} NEENS_API_KEY={key}",

@@ -147,7 +147,16 @@ def words(word: str | None) -> str:
     return WORDS.get(word or "", (word or "unknown").replace("_", " "))
 
 
+EXCLUDED = {"not_pass_k": "not pass^k", "failed": "failed", "not_terminal": "still running"}
+
+
+def excluded(reason: str | None) -> str:
+    """Why an arm is not ranked, as a person reads it."""
+    return EXCLUDED.get(reason or "", reason or "")
+
+
 FILTERS = {
+    "excluded": excluded,
     "percent": percent,
     "percent_short": percent_short,
     "pct_change": pct_change,
