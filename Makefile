@@ -11,7 +11,8 @@ STAMP := $(VENV)/.installed-stamp
 NO_DEPS_DEV := traceloop-sdk==0.62.4 opentelemetry-instrumentation-threading==0.66b1
 # The browser tests' screenshots that docs/pages.md shows.
 DOC_SCREENSHOTS := preprod-evals preprod-new preprod-run preprod-run-expanded compare \
-	compare-trajectory datasets dataset-items sessions session insights
+	compare-trajectory datasets dataset-items sessions session insights sweeps sweep sweep-void \
+	sweep-compare sweep-regressions share
 
 .DEFAULT_GOAL := help
 
