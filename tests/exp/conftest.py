@@ -55,7 +55,7 @@ class Project:
     path: Path
     run: Callable[..., Result]
 
-    def write_spec(self, name: str = "spec.json", **overrides: Any) -> Path:
+    def write_spec(self, filename: str = "spec.json", /, **overrides: Any) -> Path:
         spec: dict[str, Any] = {
             "name": "base",
             "dataset": "qa",
@@ -63,7 +63,7 @@ class Project:
             "graders": [{"kind": "exact"}],
         }
         spec.update(overrides)
-        path = self.path / name
+        path = self.path / filename
         path.write_text(json.dumps(spec))
         return path
 

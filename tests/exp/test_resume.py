@@ -225,6 +225,21 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_result(
         database_url, uninterrupted["id"]
     )
     assert resumed["passRate"] == uninterrupted["passRate"] == 20 / 24
+    # The verdict against another run equals the uninterrupted run's, interval and all.
+    project.write_spec(
+        "other.json",
+        name="other",
+        task={
+            "kind": "command",
+            "command": f"{sys.executable} agent.py",
+            "env": {"WRONG": "case 1,case 2,case 3,case 4,case 5"},
+        },
+    )
+    other = project.exp_json("run", "other.json", "--trials", "2")["id"]
+    after_resume = project.exp_json("compare", other, experiment_id)
+    after_clean_run = project.exp_json("compare", other, uninterrupted["id"])
+    for key in ("diff", "interval", "seed", "mcnemar", "verdict", "probBBeatsA", "power"):
+        assert after_resume[key] == after_clean_run[key], key
     listed = {e["id"]: e for e in project.exp_json("list")["experiments"]}
     assert listed[experiment_id]["status"] == "finished"
     assert json.dumps(listed[experiment_id]["errors"]) == '{"infra": 0, "agent": 0}'

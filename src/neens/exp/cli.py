@@ -1,4 +1,4 @@
-"""The `neens exp` command group: run, list, status.
+"""The `neens exp` command group: run, compare, list, status.
 
 Registered through the `neens.cli` entry point `exp`. Human output goes to stdout, progress to
 stderr when it is a terminal, and `--json` prints one JSON object instead (numbers unrounded).
@@ -96,11 +96,17 @@ def _status(args: argparse.Namespace) -> int:
     return asyncio.run(status_command(args))
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from neens.exp.compare import compare_command
+
+    return asyncio.run(compare_command(args))
+
+
 def register(subparsers: Any) -> None:
     """Add `exp` and its commands to the `neens` command."""
     exp = subparsers.add_parser(
         "exp",
-        help="the local experiment bench: run a task over a dataset and grade every answer",
+        help="the local experiment bench: run a task over a dataset, compare two runs",
         description=(
             "Run a task over a dataset and grade every answer (exp run), then compare two runs "
             "with paired statistics (exp compare). Works in a project folder with no server: "
@@ -178,6 +184,40 @@ def register(subparsers: Any) -> None:
     )
     _common(run)
     run.set_defaults(func=_run)
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare two runs case by case: B − A, its interval, McNemar, the regressions",
+        description=(
+            "Pair two runs by case and print B − A with a 95%% paired bootstrap interval, exact "
+            "McNemar on the cases that flipped, the verdict and the cases that regressed. The "
+            "interval decides: inconclusive when it includes 0."
+        ),
+    )
+    compare.add_argument("a", metavar="A", help="the baseline experiment")
+    compare.add_argument("b", metavar="B", help="the candidate experiment")
+    compare.add_argument(
+        "--gate",
+        action="store_true",
+        help='print "Ship it" and exit 0 only when B is better and nothing holds it; else '
+        "print why it holds and exit 1",
+    )
+    compare.add_argument(
+        "--margin",
+        type=_fraction,
+        metavar="M",
+        help="non-inferiority: exit 1 unless the interval's lower end is above −M (0.03 = 3pp)",
+    )
+    compare.add_argument(
+        "--matrix", action="store_true", help="the cases by passes out of k in A and in B"
+    )
+    compare.add_argument(
+        "--seed",
+        type=int,
+        help="seed of the bootstrap (default: derived from the paired outcomes)",
+    )
+    _common(compare)
+    compare.set_defaults(func=_compare)
 
     list_ = commands.add_parser("list", help="the experiments in this store, newest first")
     list_.add_argument(

@@ -1,0 +1,421 @@
+"""`exp compare`: two runs paired by case, B − A, and what may be concluded from it.
+
+How it decides (docs/exp.md has the user's version):
+
+- **Pairing.** A case is paired when both runs graded it (at least one case-trial with a
+  verdict on each side). Its outcome on a side is its pass rate over its graded case-trials;
+  d = rate_B − rate_A. Errored and ungraded case-trials are left out and counted.
+- **Interval.** B − A = mean(d) with the 95% percentile paired bootstrap
+  (`neens.domain.paired.paired_bootstrap`), seeded from the paired outcomes unless a seed is
+  given, so the same two runs always print the same interval.
+- **Verdict.** better when the interval's lower end is above 0, worse when its upper end is
+  below 0, inconclusive when it includes 0 (and when A and B agree on every case). When B ran
+  only A's failing cases (`exp run --failing A`), it is inconclusive whatever the interval:
+  cases picked for failing once tend to pass the next time by chance (regression to the mean).
+- **McNemar.** The exact test on the paired binary outcomes (a case passes on a side when every
+  graded case-trial passed: with one trial, simply passed) is reported beside the interval; a
+  line says so when the two disagree. The interval decides.
+- **Gate.** "Ship it" only when the interval's lower end is above 0 (above −margin with
+  --margin) and nothing holds it: regression to the mean, a partial run, a grader that changed
+  version or graded one side only, or no paired case. Running A and B one after the other is a
+  warning, not a hold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final, Literal
+
+from neens.domain.paired import (
+    ALPHA,
+    POWER_TARGET,
+    mcnemar_ceiling,
+    mcnemar_mde,
+    paired_bootstrap,
+    prob_b_beats_a,
+)
+from neens.domain.stats import Interval, mcnemar_exact
+
+Verdict = Literal["better", "worse", "inconclusive"]
+BAYES_BELOW: Final = 100
+"""P(B>A) is reported below this many paired cases, where intervals are least trustworthy."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrialOutcome:
+    case_id: str
+    passed: bool | None
+    """None: no grader verdict (ungraded), or the case-trial errored."""
+    error_kind: str | None = None
+    """"infra" or "agent" for an errored case-trial."""
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One run, as the comparison needs it."""
+
+    id: str
+    name: str
+    trials: int
+    outcomes: Sequence[TrialOutcome]
+    graders: Mapping[str, str]
+    """Each grader's name and version."""
+    started_at: datetime
+    ended_at: datetime | None
+    """When its last case-trial was saved; None before any."""
+    planned: int
+    finished: bool
+    failing_of: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SideSummary:
+    id: str
+    name: str
+    trials: int
+    graded: int
+    passed: int
+    infra_errors: int
+    agent_errors: int
+    ungraded: int
+    done: int
+    planned: int
+    finished: bool
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.graded if self.graded else None
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """One paired case: passes and graded case-trials on each side."""
+
+    case_id: str
+    a_passes: int
+    a_graded: int
+    b_passes: int
+    b_graded: int
+
+    @property
+    def a_rate(self) -> float:
+        return self.a_passes / self.a_graded
+
+    @property
+    def b_rate(self) -> float:
+        return self.b_passes / self.b_graded
+
+    @property
+    def delta(self) -> float:
+        return self.b_rate - self.a_rate
+
+    @property
+    def a_pass(self) -> bool:
+        return self.a_passes == self.a_graded
+
+    @property
+    def b_pass(self) -> bool:
+        return self.b_passes == self.b_graded
+
+
+@dataclass(frozen=True, slots=True)
+class Power:
+    """The exact McNemar power at this n and the observed share of flipped cases."""
+
+    n: int
+    discordance: float
+    ceiling: float
+    mde: float | None
+    """None when the ceiling is below the 80% target."""
+
+
+@dataclass(frozen=True, slots=True)
+class Matrix:
+    """Paired cases by passes out of k: `counts[i][j]` cases passed i times in A, j in B."""
+
+    k_a: int
+    k_b: int
+    counts: list[list[int]]
+    left_out: int
+    """Paired cases without all k case-trials graded on both sides."""
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    a: SideSummary
+    b: SideSummary
+    cases: list[CaseResult]
+    diff: float | None
+    interval: Interval | None
+    seed: int
+    n11: int
+    n10: int
+    n01: int
+    n00: int
+    mcnemar_p: float | None
+    interval_verdict: Verdict
+    verdict: Verdict
+    verdict_reason: str
+    disagreement: str | None
+    prob_b_beats_a: float | None
+    power: Power | None
+    regressed: list[CaseResult]
+    improved: list[CaseResult]
+    gained: list[str] | None
+    lost: list[str] | None
+    matrix: Matrix | None
+    margin: float | None
+    holds: list[str]
+    warnings: list[str]
+    only_a: int
+    only_b: int
+    ungraded_a: int
+    ungraded_b: int
+    uneven_errors: bool
+    ran_one_after_the_other: bool
+    regression_to_the_mean: bool
+    grader_changes: list[str] = field(default_factory=list)
+
+    @property
+    def ship(self) -> bool:
+        return not self.holds
+
+
+def _tally(side: Side) -> tuple[SideSummary, dict[str, tuple[int, int]]]:
+    per_case: dict[str, tuple[int, int]] = {}
+    graded = passed = infra = agent = ungraded = 0
+    for outcome in side.outcomes:
+        if outcome.error_kind == "infra":
+            infra += 1
+        elif outcome.error_kind == "agent":
+            agent += 1
+        elif outcome.passed is None:
+            ungraded += 1
+        if outcome.passed is None:
+            per_case.setdefault(outcome.case_id, (0, 0))
+            continue
+        graded += 1
+        passed += int(outcome.passed)
+        passes, count = per_case.get(outcome.case_id, (0, 0))
+        per_case[outcome.case_id] = (passes + int(outcome.passed), count + 1)
+    summary = SideSummary(
+        id=side.id,
+        name=side.name,
+        trials=side.trials,
+        graded=graded,
+        passed=passed,
+        infra_errors=infra,
+        agent_errors=agent,
+        ungraded=ungraded,
+        done=len(side.outcomes),
+        planned=side.planned,
+        finished=side.finished,
+    )
+    return summary, per_case
+
+
+def default_seed(cases: Sequence[CaseResult]) -> int:
+    """A seed derived from the paired outcomes: the same two runs (or a resumed run and an
+    uninterrupted one with the same outcomes) get the same interval."""
+    text = json.dumps(
+        [[c.case_id, c.a_passes, c.a_graded, c.b_passes, c.b_graded] for c in cases],
+        separators=(",", ":"),
+    )
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def _pp(value: float) -> str:
+    return f"{value * 100:.1f}pp"
+
+
+def compare(
+    a: Side,
+    b: Side,
+    *,
+    seed: int | None = None,
+    margin: float | None = None,
+    with_matrix: bool = False,
+) -> Comparison:
+    """Compare run B with run A; see the module docstring for every rule."""
+    summary_a, cases_a = _tally(a)
+    summary_b, cases_b = _tally(b)
+    graded_a = {case for case, (_, count) in cases_a.items() if count}
+    graded_b = {case for case, (_, count) in cases_b.items() if count}
+    paired_ids = sorted(graded_a & graded_b)
+    cases = [CaseResult(case, *cases_a[case], *cases_b[case]) for case in paired_ids]
+    n = len(cases)
+    chosen_seed = default_seed(cases) if seed is None else seed
+    diffs = [c.delta for c in cases]
+    interval = paired_bootstrap(diffs, seed=chosen_seed)
+    diff = sum(diffs) / n if n else None
+    n11 = sum(c.a_pass and c.b_pass for c in cases)
+    n10 = sum(c.a_pass and not c.b_pass for c in cases)
+    n01 = sum(not c.a_pass and c.b_pass for c in cases)
+    n00 = n - n11 - n10 - n01
+    p_value = mcnemar_exact(n10, n01, n11, n00) if n else None
+
+    if interval is None:
+        interval_verdict: Verdict = "inconclusive"
+        reason = "no paired cases"
+    elif all(d == 0 for d in diffs):
+        interval_verdict, reason = "inconclusive", "A and B agree on every case"
+    elif interval.low > 0:
+        interval_verdict, reason = "better", "CI above 0"
+    elif interval.high < 0:
+        interval_verdict, reason = "worse", "CI below 0"
+    else:
+        interval_verdict, reason = "inconclusive", "CI includes 0"
+
+    disagreement = None
+    if p_value is not None and reason not in ("A and B agree on every case",):
+        excludes = interval_verdict != "inconclusive"
+        rejects = p_value < ALPHA
+        if excludes and not rejects:
+            disagreement = (
+                f"the interval excludes 0 but exact McNemar does not reject at 5% "
+                f"(p={p_value:.3f}, {n10 + n01} flipped cases): borderline; the interval decides"
+            )
+        elif rejects and not excludes:
+            disagreement = (
+                f"exact McNemar rejects at 5% (p={p_value:.3f}) but the interval includes 0: "
+                "borderline; the interval decides"
+            )
+
+    warnings: list[str] = []
+    holds: list[str] = []
+    regression_to_the_mean = b.failing_of == a.id
+    verdict = interval_verdict
+    if regression_to_the_mean:
+        verdict = "inconclusive"
+        reason = "regression to the mean: B ran only A's failing cases"
+        warnings.append(
+            f"B ran with --failing {a.id}: cases chosen for failing once tend to pass the next "
+            "time by chance (regression to the mean), so B's gain on them says little; compare "
+            "runs of the same cases"
+        )
+        holds.append("B ran only A's failing cases (regression to the mean)")
+
+    for side in (summary_a, summary_b):
+        if not side.finished:
+            label = "A" if side is summary_a else "B"
+            holds.append(f"{label} is partial ({side.done}/{side.planned} case runs)")
+            warnings.append(
+                f"{label} ({side.id}) is partial: {side.done} of {side.planned} case runs saved; "
+                f"resume it with neens exp run … --resume {side.id}"
+            )
+
+    grader_changes: list[str] = []
+    for name in sorted(a.graders.keys() | b.graders.keys()):
+        if name not in b.graders:
+            grader_changes.append(f"grader {name} graded A only")
+        elif name not in a.graders:
+            grader_changes.append(f"grader {name} graded B only")
+        elif a.graders[name] != b.graders[name]:
+            grader_changes.append(
+                f"grader {name} changed version between A and B "
+                f"({a.graders[name]} → {b.graders[name]})"
+            )
+    if grader_changes:
+        warnings.append(
+            f"{'; '.join(grader_changes)}: A and B were not graded alike, so part of B − A may "
+            "be the graders' doing"
+        )
+        holds.append("the graders differ between A and B")
+
+    if n == 0:
+        holds.append("no paired cases")
+    bar = -margin if margin is not None else 0.0
+    if interval is not None and not interval.low > bar:
+        if margin is not None:
+            holds.append(
+                f"the interval's lower end {_pp(interval.low)} is not above {_pp(bar)} "
+                "(non-inferiority margin)"
+            )
+        else:
+            holds.append(f"B is not shown better ({reason})")
+
+    errors_a = (summary_a.infra_errors, summary_a.agent_errors)
+    errors_b = (summary_b.infra_errors, summary_b.agent_errors)
+    uneven = errors_a != errors_b
+    if uneven:
+        warnings.append(
+            f"errors are uneven: A lost {errors_a[0]} infra + {errors_a[1]} agent case-trials, "
+            f"B lost {errors_b[0]} infra + {errors_b[1]} agent; infra errors say nothing about "
+            "the agent (run them again with --resume --retry-errors)"
+        )
+
+    sequential = (
+        a.ended_at is not None
+        and b.ended_at is not None
+        and (a.ended_at <= b.started_at or b.ended_at <= a.started_at)
+    )
+    if sequential:
+        warnings.append(
+            "A and B ran one after the other: anything that drifted in between (the provider, "
+            "a cache, the time of day) counts as a difference between them"
+        )
+
+    power = None
+    if n:
+        q = (n10 + n01) / n
+        if q > 0:
+            ceiling = mcnemar_ceiling(n, q)
+            power = Power(n, q, ceiling, mcnemar_mde(n, q) if ceiling >= POWER_TARGET else None)
+
+    multi = max(a.trials, b.trials) >= 2
+    gained = sorted(c.case_id for c in cases if c.a_passes == 0 and c.b_passes > 0)
+    lost = sorted(c.case_id for c in cases if c.a_passes > 0 and c.b_passes == 0)
+
+    matrix = None
+    if with_matrix:
+        counts = [[0] * (b.trials + 1) for _ in range(a.trials + 1)]
+        left_out = 0
+        for c in cases:
+            if c.a_graded == a.trials and c.b_graded == b.trials:
+                counts[c.a_passes][c.b_passes] += 1
+            else:
+                left_out += 1
+        matrix = Matrix(a.trials, b.trials, counts, left_out)
+
+    def by_delta(rows: list[CaseResult]) -> list[CaseResult]:
+        return sorted(rows, key=lambda c: (c.delta if c.delta < 0 else -c.delta, c.case_id))
+
+    return Comparison(
+        a=summary_a,
+        b=summary_b,
+        cases=cases,
+        diff=diff,
+        interval=interval,
+        seed=chosen_seed,
+        n11=n11,
+        n10=n10,
+        n01=n01,
+        n00=n00,
+        mcnemar_p=p_value,
+        interval_verdict=interval_verdict,
+        verdict=verdict,
+        verdict_reason=reason,
+        disagreement=disagreement,
+        prob_b_beats_a=prob_b_beats_a(n10, n01) if 0 < n < BAYES_BELOW else None,
+        power=power,
+        regressed=by_delta([c for c in cases if c.delta < 0]),
+        improved=by_delta([c for c in cases if c.delta > 0]),
+        gained=gained if multi else None,
+        lost=lost if multi else None,
+        matrix=matrix,
+        margin=margin,
+        holds=holds,
+        warnings=warnings,
+        only_a=len(graded_a - graded_b),
+        only_b=len(graded_b - graded_a),
+        ungraded_a=len(set(cases_a) - graded_a),
+        ungraded_b=len(set(cases_b) - graded_b),
+        uneven_errors=uneven,
+        ran_one_after_the_other=sequential,
+        regression_to_the_mean=regression_to_the_mean,
+        grader_changes=grader_changes,
+    )

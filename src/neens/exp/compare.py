@@ -1,0 +1,272 @@
+"""`neens exp compare A B`: reads both runs, compares them (`neens.domain.exp_compare`) and
+prints the result. The report goes to stdout, warnings to stderr (one line each, "warning: …").
+
+Exit codes: 0 for a report; with --gate or --margin, 0 only when nothing holds (the gate's
+"Ship it"), else 1; 2 for bad input (an unknown experiment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Final
+
+from neens.domain.exp_compare import Comparison, Side, TrialOutcome, compare
+from neens.exp.store import find_experiment, open_store
+from neens.exp.table import table
+from neens.store.db import Database
+from neens.store.experiments import ExperimentRow, tally, trials_of
+
+REGRESSIONS_SHOWN: Final = 50
+
+
+async def load_side(db: Database, row: ExperimentRow) -> Side:
+    trials = await trials_of(db, row.id, grades=False)
+    counts = (await tally(db, [row.id]))[row.id]
+    return Side(
+        id=row.id,
+        name=row.name,
+        trials=row.trials,
+        outcomes=[TrialOutcome(t.case_id, t.passed, t.error_kind) for t in trials],
+        graders={g["name"]: g["version"] for g in row.graders},
+        started_at=row.created_at,
+        ended_at=counts.last_finished_at,
+        planned=row.planned,
+        finished=row.finished_at is not None,
+        failing_of=row.failing_of,
+    )
+
+
+async def compare_command(args: argparse.Namespace) -> int:
+    async with open_store(args.database_url) as db:
+        row_a = await find_experiment(db, args.a, flag="A")
+        row_b = await find_experiment(db, args.b, flag="B")
+        side_a = await load_side(db, row_a)
+        side_b = await load_side(db, row_b)
+    result = compare(side_a, side_b, seed=args.seed, margin=args.margin, with_matrix=args.matrix)
+    if args.json:
+        print(json.dumps(to_json(result, gate=args.gate), ensure_ascii=False, allow_nan=False))
+    else:
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        print(render(result, gate=args.gate))
+    if args.gate or args.margin is not None:
+        return 0 if result.ship else 1
+    return 0
+
+
+def _pp(value: float, *, decimals: int = 1) -> str:
+    """Percentage points with a sign, except for zero: "+2.5pp", "-50.0pp", "0.0pp"."""
+    text = f"{value * 100:+.{decimals}f}"
+    if float(text) == 0:
+        text = text.lstrip("+-")
+    return f"{text}pp"
+
+
+def _rate(value: float | None) -> str:
+    return "no data" if value is None else f"{value * 100:.1f}%"
+
+
+def render(c: Comparison, *, gate: bool = False) -> str:
+    width = max(len(c.a.name), len(c.b.name))
+    lines = [
+        f"A {c.a.name:<{width}} {c.a.id}  pass {_rate(c.a.pass_rate)}",
+        f"B {c.b.name:<{width}} {c.b.id}  pass {_rate(c.b.pass_rate)}",
+        "",
+    ]
+    n = len(c.cases)
+    if c.interval is None or c.diff is None:
+        lines.append("B − A   no paired cases (no case was graded in both runs)")
+        lines.append("mcnemar no paired cases")
+    else:
+        low, high = c.interval
+        lines.append(
+            f"B − A   {_pp(c.diff)} [{_pp(low)}, {_pp(high)}] "
+            f"({n} paired case{'s' if n != 1 else ''}, 95% paired bootstrap)"
+        )
+        lines.append(f"mcnemar p={c.mcnemar_p:.3f}  {c.n10} regressed, {c.n01} improved")
+    lines.append(f"verdict {c.verdict} ({c.verdict_reason})")
+    if c.disagreement is not None:
+        lines.append(f"note {c.disagreement}")
+    lines.append("")
+    lines.append(f"regressions {len(c.regressed)}")
+    if c.regressed:
+        shown = c.regressed[:REGRESSIONS_SHOWN]
+        rows = [
+            [
+                r.case_id,
+                f"{r.a_rate * 100:.0f}%",
+                f"{r.b_rate * 100:.0f}%",
+                _pp(r.delta, decimals=0),
+            ]
+            for r in shown
+        ]
+        lines.append(table(["case", "A", "B", "Δ"], rows, right={1, 2, 3}))
+        if len(c.regressed) > len(shown):
+            lines.append(f"… and {len(c.regressed) - len(shown)} more (--json lists them all)")
+
+    extras = _extras(c)
+    if extras:
+        lines.append("")
+        lines.extend(extras)
+    if gate:
+        lines.append("")
+        lines.append("Ship it" if c.ship else f"Hold: {'; '.join(c.holds)}")
+    elif c.margin is not None:
+        lines.append("")
+        lines.append(_margin_line(c))
+    return "\n".join(lines)
+
+
+def _margin_line(c: Comparison) -> str:
+    assert c.margin is not None
+    bar = _pp(-c.margin)
+    if c.ship:
+        assert c.interval is not None
+        return f"non-inferior: the interval's lower end {_pp(c.interval.low)} is above {bar}"
+    return f"not shown non-inferior at {bar}: {'; '.join(c.holds)}"
+
+
+def _extras(c: Comparison) -> list[str]:
+    lines: list[str] = []
+    if c.prob_b_beats_a is not None:
+        flips = c.n10 + c.n01
+        lines.append(
+            f"P(B>A) {c.prob_b_beats_a * 100:.1f}% (Beta(1,1) prior on the {flips} flipped "
+            f"case{'s' if flips != 1 else ''}; below 100 paired cases)"
+        )
+    if c.power is not None:
+        if c.power.mde is None:
+            lines.append(
+                f"no 80% power at this n (exact McNemar ceiling {c.power.ceiling * 100:.0f}%)"
+            )
+        else:
+            lines.append(
+                f"exact MDE {c.power.mde * 100:.1f}pp (80% power at this n, exact McNemar)"
+            )
+    if c.improved:
+        lines.append(f"improved {len(c.improved)}: {_names([r.case_id for r in c.improved])}")
+    if c.gained is not None and c.lost is not None:
+        line = f"gained {len(c.gained)}, lost {len(c.lost)}"
+        if c.lost:
+            line += f" (lost coverage: {_names(c.lost)})"
+        lines.append(line)
+    errors_a = c.a.infra_errors + c.a.agent_errors
+    errors_b = c.b.infra_errors + c.b.agent_errors
+    if errors_a or errors_b:
+        lines.append(
+            f"errors A {errors_a} ({c.a.infra_errors} infra, {c.a.agent_errors} agent)  "
+            f"B {errors_b} ({c.b.infra_errors} infra, {c.b.agent_errors} agent)"
+        )
+    left_out = []
+    if c.only_a:
+        left_out.append(f"{c.only_a} graded in A only")
+    if c.only_b:
+        left_out.append(f"{c.only_b} graded in B only")
+    if left_out:
+        lines.append(f"left out {', '.join(left_out)}")
+    if c.matrix is not None:
+        m = c.matrix
+        lines.append(f"matrix cases by passes out of {m.k_a} in A (rows) and {m.k_b} in B")
+        header = ["A\\B", *(str(j) for j in range(m.k_b + 1))]
+        rows = [[str(i), *(str(v) for v in row)] for i, row in enumerate(m.counts)]
+        lines.append(table(header, rows, right=set(range(m.k_b + 2))))
+        if m.left_out:
+            lines.append(f"({m.left_out} paired cases without all their case-trials graded)")
+    return lines
+
+
+def _names(ids: list[str], limit: int = 10) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
+
+
+def _side_json(side: Any) -> dict[str, Any]:
+    return {
+        "id": side.id,
+        "name": side.name,
+        "trials": side.trials,
+        "passRate": side.pass_rate,
+        "passed": side.passed,
+        "graded": side.graded,
+        "errors": {"infra": side.infra_errors, "agent": side.agent_errors},
+        "ungraded": side.ungraded,
+        "done": side.done,
+        "planned": side.planned,
+        "finished": side.finished,
+    }
+
+
+def _case_json(r: Any) -> dict[str, Any]:
+    return {
+        "case": r.case_id,
+        "a": {"passes": r.a_passes, "graded": r.a_graded, "rate": r.a_rate},
+        "b": {"passes": r.b_passes, "graded": r.b_graded, "rate": r.b_rate},
+        "delta": r.delta,
+    }
+
+
+def to_json(c: Comparison, *, gate: bool) -> dict[str, Any]:
+    """Every number unrounded."""
+    body: dict[str, Any] = {
+        "a": _side_json(c.a),
+        "b": _side_json(c.b),
+        "pairedCases": len(c.cases),
+        "diff": c.diff,
+        "interval": None
+        if c.interval is None
+        else {"low": c.interval.low, "high": c.interval.high, "confidence": 0.95},
+        "method": "paired percentile bootstrap, 10000 resamples",
+        "seed": c.seed,
+        "mcnemar": {
+            "p": c.mcnemar_p,
+            "n11": c.n11,
+            "n10": c.n10,
+            "n01": c.n01,
+            "n00": c.n00,
+            "regressed": c.n10,
+            "improved": c.n01,
+        },
+        "verdict": c.verdict,
+        "verdictReason": c.verdict_reason,
+        "intervalVerdict": c.interval_verdict,
+        "disagreement": c.disagreement,
+        "probBBeatsA": c.prob_b_beats_a,
+        "power": None
+        if c.power is None
+        else {
+            "n": c.power.n,
+            "discordance": c.power.discordance,
+            "ceiling": c.power.ceiling,
+            "mde": c.power.mde,
+        },
+        "regressions": [_case_json(r) for r in c.regressed],
+        "improvements": [_case_json(r) for r in c.improved],
+        "gained": c.gained,
+        "lost": c.lost,
+        "leftOut": {
+            "gradedInAOnly": c.only_a,
+            "gradedInBOnly": c.only_b,
+            "ungradedInA": c.ungraded_a,
+            "ungradedInB": c.ungraded_b,
+        },
+        "unevenErrors": c.uneven_errors,
+        "ranOneAfterTheOther": c.ran_one_after_the_other,
+        "regressionToTheMean": c.regression_to_the_mean,
+        "graderChanges": c.grader_changes,
+        "warnings": c.warnings,
+        "margin": c.margin,
+        "holds": c.holds,
+        "ship": c.ship,
+    }
+    if c.matrix is not None:
+        body["matrix"] = {
+            "kA": c.matrix.k_a,
+            "kB": c.matrix.k_b,
+            "counts": c.matrix.counts,
+            "leftOut": c.matrix.left_out,
+        }
+    if gate:
+        body["gate"] = "Ship it" if c.ship else "Hold"
+    return body

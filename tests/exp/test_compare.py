@@ -1,0 +1,154 @@
+"""`neens exp compare` on two real runs, on both databases: the documentation's example output
+reproduced, the gate, the margin, --json and the warnings."""
+
+from __future__ import annotations
+
+import sys
+
+from tests.exp.conftest import Project
+
+EXAMPLE_CASES = [
+    {"id": "c_756966685591eb9b", "input": "refund", "expected": "REFUND"},
+    {"id": "c_0f4e1a9d2b7c8e35", "input": "status", "expected": "STATUS"},
+]
+
+
+def _two_runs(project: Project, wrong_in_b: str, cases: list[dict[str, str]]) -> tuple[str, str]:
+    project.write_dataset(cases, name="smoke")
+    command = f"{sys.executable} agent.py"
+    project.write_spec(
+        "base.json", name="base", dataset="smoke", task={"kind": "command", "command": command}
+    )
+    project.write_spec(
+        "cand.json",
+        name="cand",
+        dataset="smoke",
+        task={"kind": "command", "command": command, "env": {"WRONG": wrong_in_b}},
+    )
+    a = project.exp_json("run", "base.json")["id"]
+    b = project.exp_json("run", "cand.json")["id"]
+    return a, b
+
+
+def test_the_documented_example_is_reproduced(project: Project) -> None:
+    a, b = _two_runs(project, "refund", EXAMPLE_CASES)
+    result = project.exp("compare", a, b)
+    assert result.code == 0
+    assert result.out == (
+        f"A base {a}  pass 100.0%\n"
+        f"B cand {b}  pass 50.0%\n"
+        "\n"
+        "B − A   -50.0pp [-100.0pp, 0.0pp] (2 paired cases, 95% paired bootstrap)\n"
+        "mcnemar p=1.000  1 regressed, 0 improved\n"
+        "verdict inconclusive (CI includes 0)\n"
+        "\n"
+        "regressions 1\n"
+        "case                   A   B       Δ\n"
+        "------------------  ----  --  ------\n"
+        "c_756966685591eb9b  100%  0%  -100pp\n"
+        "\n"
+        "P(B>A) 25.0% (Beta(1,1) prior on the 1 flipped case; below 100 paired cases)\n"
+        "no 80% power at this n (exact McNemar ceiling 0%)\n"
+    )
+    # The runs ran one after the other: said on stderr, so the report stays as documented.
+    assert result.err.startswith("warning: A and B ran one after the other")
+
+
+def test_the_gate_holds_an_inconclusive_result_and_ships_a_clear_gain(project: Project) -> None:
+    a, b = _two_runs(project, "refund", EXAMPLE_CASES)
+    held = project.exp("compare", a, b, "--gate")
+    assert held.code == 1
+    assert held.out.rstrip().endswith("Hold: B is not shown better (CI includes 0)")
+
+    cases = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(12)]
+    project.write_dataset(cases, name="smoke")
+    command = f"{sys.executable} agent.py"
+    wrong = ",".join(f"q{i}" for i in range(10))
+    project.write_spec(
+        "old.json",
+        name="old",
+        dataset="smoke",
+        task={"kind": "command", "command": command, "env": {"WRONG": wrong}},
+    )
+    old = project.exp_json("run", "old.json")["id"]
+    new = project.exp_json("run", "base.json")["id"]
+    shipped = project.exp("compare", old, new, "--gate")
+    assert shipped.code == 0, shipped.out
+    assert "verdict better (CI above 0)" in shipped.out
+    assert shipped.out.rstrip().endswith("Ship it")
+
+
+def test_json_has_every_number_unrounded(project: Project) -> None:
+    a, b = _two_runs(project, "refund", EXAMPLE_CASES)
+    body = project.exp_json("compare", a, b)
+    assert body["diff"] == -0.5
+    assert body["interval"] == {"low": -1.0, "high": 0.0, "confidence": 0.95}
+    assert body["mcnemar"]["p"] == 1.0 and body["mcnemar"]["n10"] == 1
+    assert body["probBBeatsA"] == 0.25
+    assert body["verdict"] == "inconclusive" and body["ship"] is False
+    assert body["regressions"][0]["case"] == "c_756966685591eb9b"
+    assert body["ranOneAfterTheOther"] is True
+    assert isinstance(body["seed"], int)
+    again = project.exp_json("compare", a, b, "--seed", str(body["seed"]))
+    assert again["interval"] == body["interval"]
+
+
+def test_the_margin_exits_1_unless_the_lower_end_is_above_minus_the_margin(
+    project: Project,
+) -> None:
+    cases = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(40)]
+    a, b = _two_runs(project, "q3", cases)
+    tight = project.exp("compare", a, b, "--margin", "0.01")
+    assert tight.code == 1
+    assert "not shown non-inferior at -1.0pp" in tight.out
+    loose = project.exp("compare", a, b, "--margin", "0.2")
+    assert loose.code == 0
+    assert "non-inferior: the interval's lower end" in loose.out
+
+
+def test_b_rerun_on_as_failing_cases_warns_of_regression_to_the_mean(project: Project) -> None:
+    cases = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(10)]
+    project.write_dataset(cases)
+    command = f"{sys.executable} agent.py"
+    project.write_spec(
+        task={"kind": "command", "command": command, "env": {"WRONG": "q1,q2,q3,q4,q5,q6,q7"}}
+    )
+    a = project.exp_json("run", "spec.json")["id"]
+    project.write_spec()
+    b = project.exp_json("run", "spec.json", "--failing", a)["id"]
+    result = project.exp("compare", a, b, "--gate")
+    assert result.code == 1
+    assert "verdict inconclusive (regression to the mean: B ran only A's failing cases)" in (
+        result.out
+    )
+    assert "Hold: B ran only A's failing cases (regression to the mean)" in result.out
+    assert f"warning: B ran with --failing {a}" in result.err
+
+
+def test_the_matrix_and_gained_and_lost_cases_with_several_trials(project: Project) -> None:
+    cases = [{"id": f"c{i}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(3)]
+    a, b = _two_runs(project, "q1", cases)
+    result = project.exp("compare", a, b, "--matrix")
+    assert "matrix cases by passes out of 1 in A (rows) and 1 in B" in result.out
+    assert "A\\B  0  1\n---  -  -\n  0  0  0\n  1  1  2" in result.out
+
+
+def test_a_grader_changed_between_runs_is_named_and_holds_the_gate(project: Project) -> None:
+    a = project.exp_json("run", "spec.json")["id"]
+    b = project.exp_json("run", "spec.json", "-g", '{"kind": "contains", "name": "has"}')["id"]
+    result = project.exp("compare", a, b, "--gate")
+    assert result.code == 1
+    assert "warning: grader has graded B only" in result.err
+    assert "the graders differ between A and B" in result.out
+
+
+def test_an_unknown_experiment_is_refused(project: Project) -> None:
+    a = project.exp_json("run", "spec.json")["id"]
+    result = project.exp("compare", a, "exp_nothing")
+    assert result.code == 2
+    assert (
+        result.err.strip() == "neens: error: B exp_nothing: no such experiment in this store "
+        "(`neens exp list`)"
+    )
+    short = project.exp_json("compare", a[:12], a)
+    assert short["a"]["id"] == a
