@@ -243,3 +243,40 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_result(
     listed = {e["id"]: e for e in project.exp_json("list")["experiments"]}
     assert listed[experiment_id]["status"] == "finished"
     assert json.dumps(listed[experiment_id]["errors"]) == '{"infra": 0, "agent": 0}'
+
+
+def test_ctrl_c_keeps_the_finished_case_trials_and_says_how_to_resume(
+    project: Project, database_url: str
+) -> None:
+    project.write_dataset(MANY)
+    project.write_spec(
+        task={"kind": "command", "command": f"{sys.executable} agent.py", "env": {"SLEEP": "0.2"}}
+    )
+    env = {**os.environ, "NEENS_DATABASE_URL": database_url}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "neens_eval", "exp", "run", "spec.json", "--concurrency", "2"],
+        cwd=project.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    listed: list[Any] = []
+    while time.monotonic() < deadline:
+        listed = project.exp_json("list")["experiments"]
+        if listed and listed[0]["done"] >= 2:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    experiment_id = listed[0]["id"]
+    assert process.returncode == 130
+    assert err.strip().endswith(
+        f"neens: interrupted: {experiment_id} keeps every finished case-trial; run the same "
+        f"command with --resume {experiment_id} to run only what is left"
+    )
+    saved = _saved(database_url, experiment_id)
+    assert 2 <= saved < 12
+    resumed = project.exp_json("run", "spec.json", "--resume")
+    assert resumed["id"] == experiment_id and resumed["ranNow"] == 12 - saved
