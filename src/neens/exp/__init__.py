@@ -11,6 +11,7 @@ store of the project folder (`./.neens/neens.db`) or on PostgreSQL (`NEENS_DATAB
     progress   the live bar on stderr
     store      opening the store; neens.store.experiments does the SQL
     listing    `exp list` and `exp status`
+    regrade    `exp regrade`: stored outputs graded again, no task calls
     compare    `exp compare`: two runs read into `neens.domain.exp_compare`, and printed
     run_command  `exp run`
     cli        the `neens exp` command group

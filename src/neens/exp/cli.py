@@ -1,4 +1,4 @@
-"""The `neens exp` command group: run, compare, list, status.
+"""The `neens exp` command group: run, compare, regrade, list, status.
 
 Registered through the `neens.cli` entry point `exp`. Human output goes to stdout, progress to
 stderr when it is a terminal, and `--json` prints one JSON object instead (numbers unrounded).
@@ -82,6 +82,12 @@ def _run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return 130
+
+
+def _regrade(args: argparse.Namespace) -> int:
+    from neens.exp.regrade import regrade_command
+
+    return asyncio.run(regrade_command(args))
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -218,6 +224,34 @@ def register(subparsers: Any) -> None:
     )
     _common(compare)
     compare.set_defaults(func=_compare)
+
+    regrade = commands.add_parser(
+        "regrade",
+        help="grade a stored experiment's outputs again with a spec's graders (no task calls)",
+        description=(
+            "Grade EXP's stored outputs again with SPEC's graders, without calling the task, and "
+            "save the result as an experiment of its own linked to EXP. Prints the pass rate "
+            "before and after and every case-trial whose outcome flipped."
+        ),
+    )
+    regrade.add_argument("experiment", metavar="EXP", help="the experiment to grade again")
+    regrade.add_argument("spec", metavar="SPEC", help="the spec whose graders to use")
+    regrade.add_argument(
+        "-g",
+        "--grader",
+        metavar="JSON",
+        action="append",
+        default=[],
+        help="add a grader, as for exp run (repeatable)",
+    )
+    regrade.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=8,
+        help="case-trials graded at once (default 8)",
+    )
+    _common(regrade)
+    regrade.set_defaults(func=_regrade)
 
     list_ = commands.add_parser("list", help="the experiments in this store, newest first")
     list_.add_argument(

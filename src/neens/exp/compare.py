@@ -30,7 +30,8 @@ async def load_side(db: Database, row: ExperimentRow) -> Side:
         trials=row.trials,
         outcomes=[TrialOutcome(t.case_id, t.passed, t.error_kind) for t in trials],
         graders={g["name"]: g["version"] for g in row.graders},
-        started_at=row.created_at,
+        # When its outputs were produced: a regrade keeps its source's times.
+        started_at=counts.first_started_at or row.created_at,
         ended_at=counts.last_finished_at,
         planned=row.planned,
         finished=row.finished_at is not None,

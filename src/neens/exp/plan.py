@@ -181,18 +181,7 @@ async def make_plan(
     failing_id: str | None,
 ) -> Plan:
     """Everything a run needs, checked; ConfigError for the first problem found."""
-    extra: list[GraderDef] = [
-        parse_cli_grader(text, len(spec.graders) + i) for i, text in enumerate(cli_graders)
-    ]
-    definitions = with_graders(spec, extra)
-    if not definitions:
-        raise ConfigError(
-            'no graders: add "graders" to the spec or give one with -g \'{"kind": "exact"}\''
-        )
-    ready = [
-        prepare(g, cwd, "-g" if i >= len(spec.graders) else "spec", _label(g, i, spec))
-        for i, g in enumerate(definitions)
-    ]
+    ready = ready_graders(spec, cli_graders, cwd)
     ref = dataset or spec.dataset
     if ref is None:
         raise ConfigError('dataset: none given: add "dataset" to the spec or pass -d NAME')
@@ -215,6 +204,22 @@ async def make_plan(
         selection=selection,
         cwd=cwd,
     )
+
+
+def ready_graders(spec: Spec, cli_graders: list[str], cwd: Path) -> list[ReadyGrader]:
+    """The spec's graders and those of -g, checked, read and versioned."""
+    extra: list[GraderDef] = [
+        parse_cli_grader(text, len(spec.graders) + i) for i, text in enumerate(cli_graders)
+    ]
+    definitions = with_graders(spec, extra)
+    if not definitions:
+        raise ConfigError(
+            'no graders: add "graders" to the spec or give one with -g \'{"kind": "exact"}\''
+        )
+    return [
+        prepare(g, cwd, "-g" if i >= len(spec.graders) else "spec", _label(g, i, spec))
+        for i, g in enumerate(definitions)
+    ]
 
 
 def _label(grader: GraderDef, index: int, spec: Spec) -> str:

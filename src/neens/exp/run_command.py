@@ -146,7 +146,9 @@ async def _todo(
 def summary_json(row: ExperimentRow, counts: Tally, finished: bool) -> dict[str, Any]:
     return {
         "id": row.id,
+        "kind": row.kind,
         "name": row.name,
+        "sourceId": row.source_id,
         "status": "finished" if finished else "partial",
         "cases": len(row.cases),
         "trials": row.trials,

@@ -16,10 +16,11 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from neens.exp.datasets import Case
-from neens.exp.graders import Grade, grade
+from neens.exp.graders import ReadyGrader, grade
 from neens.exp.plan import Plan
 from neens.exp.progress import RunProgress
 from neens.exp.spec import CommandTask, HttpTask
@@ -112,18 +113,40 @@ async def _attempts(
     return result, state["calls"]
 
 
+async def grade_answer(
+    graders: list[ReadyGrader], case: Case, output: str | None, cwd: Path
+) -> tuple[tuple[GradeRow, ...], bool | None]:
+    """Every grader's verdict on one answer, and whether the case-trial passed: every grader
+    that gave a verdict passed it (None when none gave one: ungraded)."""
+    grades = await asyncio.gather(*(grade(g, case, output, cwd) for g in graders))
+    verdicts = [g.passed for g in grades if g.passed is not None]
+    rows = tuple(
+        GradeRow(
+            grader=g.grader,
+            kind=g.kind,
+            version=g.version,
+            score=g.score,
+            passed=g.passed,
+            unscored=g.unscored,
+            reason=g.reason,
+            prompt=g.prompt,
+            raw_reply=g.raw_reply,
+        )
+        for g in grades
+    )
+    return rows, (all(verdicts) if verdicts else None)
+
+
 async def run_one(
     db: Database, plan: Plan, caller: Caller, case: Case, trial: int, limits: RunLimits
 ) -> TrialRow:
     """Run, grade and save one case-trial."""
     started = utcnow()
     attempt, calls = await _attempts(caller, case, trial, limits)
-    grades: list[Grade] = []
+    grades: tuple[GradeRow, ...] = ()
+    passed = None
     if attempt.error is None:
-        grades = list(
-            await asyncio.gather(*(grade(g, case, attempt.output, plan.cwd) for g in plan.graders))
-        )
-    verdicts = [g.passed for g in grades if g.passed is not None]
+        grades, passed = await grade_answer(plan.graders, case, attempt.output, plan.cwd)
     row = TrialRow(
         case_id=case.id,
         trial=trial,
@@ -131,26 +154,13 @@ async def run_one(
         error_kind=attempt.error_kind,
         error=attempt.error,
         output=attempt.output,
-        passed=all(verdicts) if verdicts else None,
+        passed=passed,
         attempts=calls,
         latency_ms=attempt.latency_ms,
         cost_usd=attempt.cost_usd,
         started_at=started,
         finished_at=utcnow(),
-        grades=tuple(
-            GradeRow(
-                grader=g.grader,
-                kind=g.kind,
-                version=g.version,
-                score=g.score,
-                passed=g.passed,
-                unscored=g.unscored,
-                reason=g.reason,
-                prompt=g.prompt,
-                raw_reply=g.raw_reply,
-            )
-            for g in grades
-        ),
+        grades=grades,
     )
     await save_trial(db, caller.context.experiment_id, row)
     return row

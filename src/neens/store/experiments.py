@@ -41,6 +41,7 @@ class ExperimentRow:
     concurrency: int
     created_at: datetime
     finished_at: datetime | None = None
+    source_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,7 @@ def _row(e: Experiment) -> ExperimentRow:
         concurrency=e.concurrency,
         created_at=e.created_at,
         finished_at=e.finished_at,
+        source_id=e.source_id,
     )
 
 
@@ -134,6 +136,7 @@ async def create_experiment(db: Database, row: ExperimentRow) -> None:
                 planned=row.planned,
                 concurrency=row.concurrency,
                 created_at=row.created_at,
+                source_id=row.source_id,
             )
         )
 

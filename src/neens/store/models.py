@@ -615,7 +615,7 @@ class Experiment(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     kind: Mapped[str] = mapped_column(String(20))
-    """"run" for `exp run`."""
+    """"run" for `exp run`, "regrade" for `exp regrade`."""
     name: Mapped[str] = mapped_column(String(500))
     spec: Mapped[dict[str, Any]] = mapped_column()
     """The spec as run: its own keys with the command line's datasets, graders and trials."""
@@ -634,6 +634,8 @@ class Experiment(Base):
     """How a partial run chose its cases (--failing, --case, --first-n, --sample, --seed)."""
     failing_of: Mapped[str | None] = mapped_column(String(40), default=None)
     """The experiment whose failing cases this one re-ran (--failing)."""
+    source_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    """For a regrade: the experiment whose stored outputs it graded again."""
     trials: Mapped[int] = mapped_column(Integer)
     planned: Mapped[int] = mapped_column(Integer)
     """Case-trials planned: cases × trials."""
