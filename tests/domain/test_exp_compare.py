@@ -222,3 +222,30 @@ def test_no_paired_case_is_no_data() -> None:
     result = compare(side({"x": ["infra"]}), side({"x": [True]}, id="exp_B"))
     assert result.interval is None and result.diff is None and result.mcnemar_p is None
     assert result.verdict_reason == "no paired cases" and "no paired cases" in result.holds
+
+
+def test_clustering_widens_the_interval_when_related_cases_move_together() -> None:
+    """Whole groups flip together: resampling single cases overstates the evidence."""
+    a_results: dict[str, list[bool | None | str]] = {}
+    b_results: dict[str, list[bool | None | str]] = {}
+    groups: dict[str, str] = {}
+    for g in range(12):
+        flips = g < 4  # 4 of 12 repos improved, all their 8 cases at once
+        for i in range(8):
+            case = f"r{g}-{i}"
+            a_results[case] = [False]
+            b_results[case] = [flips]
+            groups[case] = f"repo{g}"
+    a, b = side(a_results), side(b_results, id="exp_B")
+    plain = compare(a, b)
+    clustered = compare(a, b, cluster_field="repo", groups=groups)
+    assert plain.interval is not None and clustered.interval is not None
+    assert plain.interval.low > 0.2
+    assert clustered.interval.low < plain.interval.low
+    assert clustered.cluster is not None and clustered.cluster.groups == 12
+    assert not any("groups of repo" in w for w in clustered.warnings)
+    few = compare(
+        a, b, cluster_field="repo", groups={c: "one" if c < "r2" else "two" for c in groups}
+    )
+    assert few.cluster is not None and few.cluster.groups == 2
+    assert any(w.startswith("only 2 groups of repo") for w in few.warnings)

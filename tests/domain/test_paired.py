@@ -12,6 +12,7 @@ from scipy import integrate, stats
 from statsmodels.stats.contingency_tables import mcnemar
 
 from neens.domain.paired import (
+    cluster_bootstrap,
     mcnemar_ceiling,
     mcnemar_mde,
     mcnemar_power,
@@ -192,3 +193,65 @@ def test_p_b_beats_a_matches_the_reference_examples() -> None:
     assert prob_b_beats_a(0, 3) == pytest.approx(0.9375)
     assert prob_b_beats_a(2, 8) == pytest.approx(0.967, abs=5e-4)
     assert prob_b_beats_a(4, 4) == pytest.approx(0.5)
+
+
+def _scipy_cluster_interval(
+    totals: np.ndarray, sizes: np.ndarray, seed: int
+) -> tuple[float, float]:
+    result = stats.bootstrap(
+        (totals, sizes),
+        lambda t, z, axis: t.sum(axis=axis) / z.sum(axis=axis),
+        paired=True,
+        vectorized=True,
+        method="percentile",
+        n_resamples=9999,
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def test_the_cluster_bootstrap_matches_scipys_on_group_totals() -> None:
+    rng = np.random.default_rng(8)
+    sizes = rng.integers(1, 9, size=25)
+    totals = np.array([rng.integers(-s, s + 1) for s in sizes], dtype=float)
+    ours = cluster_bootstrap(list(totals), list(sizes), seed=2)
+    assert ours is not None
+    for seed in (1, 2):
+        theirs = _scipy_cluster_interval(totals, sizes.astype(float), seed)
+        assert ours.low == pytest.approx(theirs[0], abs=0.02)
+        assert ours.high == pytest.approx(theirs[1], abs=0.02)
+
+
+def test_with_equal_groups_the_cluster_interval_follows_millers_clustered_se() -> None:
+    """With equal group sizes the ideal cluster-bootstrap SD is Miller's clustered SE,
+    sqrt(Σ_g (Σ_i (d_gi − d̄))²) / n, equal to statsmodels' cluster-robust OLS SE without the
+    small-sample correction."""
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(4)
+    groups, size = 200, 6
+    shift = rng.choice([-1, 0, 1], size=groups, p=[0.2, 0.5, 0.3])
+    d = np.clip(shift[:, None] + rng.choice([-1, 0, 1], size=(groups, size)), -1, 1)
+    flat = d.ravel().astype(float)
+    labels = np.repeat(np.arange(groups), size)
+    se = (
+        sm.OLS(flat, np.ones(len(flat)))
+        .fit(cov_type="cluster", cov_kwds={"groups": labels, "use_correction": False})
+        .bse[0]
+    )
+    mean = flat.mean()
+    miller = math.sqrt(((d - mean).sum(axis=1) ** 2).sum()) / len(flat)
+    assert se == pytest.approx(miller, rel=1e-9)
+    interval = cluster_bootstrap(
+        list(d.sum(axis=1).astype(float)), [size] * groups, seed=6, resamples=40_000
+    )
+    assert interval is not None
+    z = stats.norm.isf(0.025)
+    assert interval.low == pytest.approx(mean - z * se, abs=0.01)
+    assert interval.high == pytest.approx(mean + z * se, abs=0.01)
+
+
+def test_the_cluster_bootstrap_of_one_kind_of_group_is_that_ratio() -> None:
+    assert cluster_bootstrap([], [], seed=1) is None
+    one = cluster_bootstrap([2.0, 2.0], [4, 4], seed=1)
+    assert one is not None and (one.low, one.high) == (0.5, 0.5)

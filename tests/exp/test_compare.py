@@ -152,3 +152,41 @@ def test_an_unknown_experiment_is_refused(project: Project) -> None:
     )
     short = project.exp_json("compare", a[:12], a)
     assert short["a"]["id"] == a
+
+
+def test_cluster_resamples_groups_and_warns_below_ten(project: Project) -> None:
+    cases = [
+        {
+            "id": f"c{i:02d}",
+            "input": {"q": f"q{i}", "repo": f"repo{i % 3}"},
+            "expected": "x",
+            "group": f"g{i % 4}",
+        }
+        for i in range(12)
+    ]
+    project.write_dataset(cases, name="smoke")
+    project.write_spec(
+        "base.json",
+        name="base",
+        dataset="smoke",
+        task={"kind": "command", "command": f"{sys.executable} agent.py"},
+        graders=[{"kind": "regex", "pattern": "REPO0"}],
+    )
+    a = project.exp_json("run", "base.json")["id"]
+    project.write_spec(
+        "cand.json",
+        name="cand",
+        dataset="smoke",
+        task={"kind": "command", "command": f"{sys.executable} agent.py"},
+        graders=[{"kind": "regex", "pattern": "REPO0"}],
+    )
+    b = project.exp_json("run", "cand.json")["id"]
+    by_group = project.exp("compare", a, b, "--cluster", "group")
+    assert "(12 paired cases, 4 groups of group, 95% cluster bootstrap)" in by_group.out
+    assert "warning: only 4 groups of group: a cluster bootstrap needs at least 10" in (
+        by_group.err
+    )
+    by_input = project.exp_json("compare", a, b, "--cluster", "repo")
+    assert by_input["cluster"] == {"field": "repo", "groups": 3, "ungrouped": 0}
+    missing = project.exp_json("compare", a, b, "--cluster", "team")
+    assert missing["cluster"] == {"field": "team", "groups": 12, "ungrouped": 12}

@@ -7,7 +7,8 @@ How it decides (docs/exp.md has the user's version):
   d = rate_B − rate_A. Errored and ungraded case-trials are left out and counted.
 - **Interval.** B − A = mean(d) with the 95% percentile paired bootstrap
   (`neens.domain.paired.paired_bootstrap`), seeded from the paired outcomes unless a seed is
-  given, so the same two runs always print the same interval.
+  given, so the same two runs always print the same interval. With --cluster, whole groups of
+  related cases are resampled instead (`neens.domain.paired.cluster_bootstrap`).
 - **Verdict.** better when the interval's lower end is above 0, worse when its upper end is
   below 0, inconclusive when it includes 0 (and when A and B agree on every case). When B ran
   only A's failing cases (`exp run --failing A`), it is inconclusive whatever the interval:
@@ -33,6 +34,7 @@ from typing import Final, Literal
 from neens.domain.paired import (
     ALPHA,
     POWER_TARGET,
+    cluster_bootstrap,
     mcnemar_ceiling,
     mcnemar_mde,
     paired_bootstrap,
@@ -43,6 +45,8 @@ from neens.domain.stats import Interval, mcnemar_exact
 Verdict = Literal["better", "worse", "inconclusive"]
 BAYES_BELOW: Final = 100
 """P(B>A) is reported below this many paired cases, where intervals are least trustworthy."""
+FEW_GROUPS: Final = 10
+"""Below this many groups a cluster bootstrap is not to be trusted (Cameron & Miller 2015)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +149,16 @@ class Matrix:
 
 
 @dataclass(frozen=True, slots=True)
+class Clusters:
+    """How --cluster grouped the paired cases."""
+
+    field: str
+    groups: int
+    ungrouped: int
+    """Paired cases without the field: each is a group of its own."""
+
+
+@dataclass(frozen=True, slots=True)
 class Comparison:
     a: SideSummary
     b: SideSummary
@@ -179,6 +193,7 @@ class Comparison:
     ran_one_after_the_other: bool
     regression_to_the_mean: bool
     grader_changes: list[str] = field(default_factory=list)
+    cluster: Clusters | None = None
 
     @property
     def ship(self) -> bool:
@@ -239,8 +254,14 @@ def compare(
     seed: int | None = None,
     margin: float | None = None,
     with_matrix: bool = False,
+    cluster_field: str | None = None,
+    groups: Mapping[str, str] | None = None,
 ) -> Comparison:
-    """Compare run B with run A; see the module docstring for every rule."""
+    """Compare run B with run A; see the module docstring for every rule.
+
+    With `cluster_field`, `groups` maps case ids to their group (the field's value): the
+    interval then resamples whole groups (`cluster_bootstrap`); a case without a group is a
+    group of its own."""
     summary_a, cases_a = _tally(a)
     summary_b, cases_b = _tally(b)
     graded_a = {case for case, (_, count) in cases_a.items() if count}
@@ -250,7 +271,19 @@ def compare(
     n = len(cases)
     chosen_seed = default_seed(cases) if seed is None else seed
     diffs = [c.delta for c in cases]
-    interval = paired_bootstrap(diffs, seed=chosen_seed)
+    clusters = None
+    if cluster_field is None:
+        interval = paired_bootstrap(diffs, seed=chosen_seed)
+    else:
+        known = groups or {}
+        totals: dict[str, float] = {}
+        sizes: dict[str, int] = {}
+        for c in cases:
+            key = f"g:{known[c.case_id]}" if c.case_id in known else f"c:{c.case_id}"
+            totals[key] = totals.get(key, 0.0) + c.delta
+            sizes[key] = sizes.get(key, 0) + 1
+        interval = cluster_bootstrap(list(totals.values()), list(sizes.values()), seed=chosen_seed)
+        clusters = Clusters(cluster_field, len(totals), sum(c.case_id not in known for c in cases))
     diff = sum(diffs) / n if n else None
     n11 = sum(c.a_pass and c.b_pass for c in cases)
     n10 = sum(c.a_pass and not c.b_pass for c in cases)
@@ -359,6 +392,12 @@ def compare(
             "a cache, the time of day) counts as a difference between them"
         )
 
+    if clusters is not None and clusters.groups < FEW_GROUPS:
+        warnings.append(
+            f"only {clusters.groups} groups of {clusters.field}: a cluster bootstrap needs at "
+            f"least {FEW_GROUPS} (30 or more to be trusted), so the interval is rough"
+        )
+
     power = None
     if n:
         q = (n10 + n01) / n
@@ -418,4 +457,5 @@ def compare(
         ran_one_after_the_other=sequential,
         regression_to_the_mean=regression_to_the_mean,
         grader_changes=grader_changes,
+        cluster=clusters,
     )

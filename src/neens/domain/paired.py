@@ -171,3 +171,46 @@ def prob_b_beats_a(b: int, c: int) -> float:
     if min(b, c) < 0:
         raise ValueError(f"discordant counts cannot be negative, got b={b} c={c}")
     return float(beta.sf(0.5, 1 + c, 1 + b))
+
+
+def cluster_bootstrap(
+    totals: Sequence[float],
+    sizes: Sequence[int],
+    *,
+    seed: int,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = 1 - ALPHA,
+) -> Interval | None:
+    """The percentile bootstrap interval of Σ totals / Σ sizes, resampling whole groups.
+
+    Group g holds `sizes[g]` paired cases whose differences B − A add up to `totals[g]`; a
+    replicate draws G groups with replacement and takes the ratio of the sums (a ratio, so
+    groups of unequal size weigh by their cases). As `scipy.stats.bootstrap((totals, sizes),
+    lambda t, z, axis: t.sum(axis) / z.sum(axis), paired=True, method="percentile")`, drawn as
+    multinomial counts over the distinct (total, size) pairs. None without groups.
+    """
+    import numpy as np
+
+    if len(totals) != len(sizes):
+        raise ValueError("one total per group, and one size")
+    if not totals:
+        return None
+    pairs, counts = np.unique(
+        np.column_stack([np.asarray(totals, dtype=float), np.asarray(sizes, dtype=float)]),
+        axis=0,
+        return_counts=True,
+    )
+    if len(pairs) == 1:
+        ratio = float(pairs[0, 0] / pairs[0, 1])
+        return Interval(ratio, ratio)
+    groups = len(totals)
+    rng = np.random.default_rng(seed)
+    ratios = np.empty(resamples)
+    chunk = max(1, 2_000_000 // len(pairs))
+    for start in range(0, resamples, chunk):
+        stop = min(start + chunk, resamples)
+        draws = rng.multinomial(groups, counts / groups, size=stop - start)
+        ratios[start:stop] = (draws @ pairs[:, 0]) / (draws @ pairs[:, 1])
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(ratios, [tail, 1 - tail])
+    return Interval(float(low), float(high))

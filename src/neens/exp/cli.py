@@ -215,6 +215,12 @@ def register(subparsers: Any) -> None:
         help="non-inferiority: exit 1 unless the interval's lower end is above −M (0.03 = 3pp)",
     )
     compare.add_argument(
+        "--cluster",
+        metavar="FIELD",
+        help="resample groups of related cases (the cases' group, kind, or a field of their "
+        "input) instead of single cases; warns below 10 groups",
+    )
+    compare.add_argument(
         "--matrix", action="store_true", help="the cases by passes out of k in A and in B"
     )
     compare.add_argument(

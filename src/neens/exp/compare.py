@@ -45,7 +45,18 @@ async def compare_command(args: argparse.Namespace) -> int:
         row_b = await find_experiment(db, args.b, flag="B")
         side_a = await load_side(db, row_a)
         side_b = await load_side(db, row_b)
-    result = compare(side_a, side_b, seed=args.seed, margin=args.margin, with_matrix=args.matrix)
+    groups = None
+    if args.cluster is not None:
+        groups = case_groups(row_b, args.cluster) | case_groups(row_a, args.cluster)
+    result = compare(
+        side_a,
+        side_b,
+        seed=args.seed,
+        margin=args.margin,
+        with_matrix=args.matrix,
+        cluster_field=args.cluster,
+        groups=groups,
+    )
     if args.json:
         print(json.dumps(to_json(result, gate=args.gate), ensure_ascii=False, allow_nan=False))
     else:
@@ -55,6 +66,22 @@ async def compare_command(args: argparse.Namespace) -> int:
     if args.gate or args.margin is not None:
         return 0 if result.ship else 1
     return 0
+
+
+def case_groups(row: ExperimentRow, field: str) -> dict[str, str]:
+    """Each case's group for --cluster FIELD: its `group` or `kind` when FIELD names one of
+    those, else the value of FIELD in its input when the input is an object. Cases without it
+    are left out (each is then a group of its own)."""
+    found: dict[str, str] = {}
+    for case in row.cases:
+        if field in ("group", "kind"):
+            value = case.get(field)
+        else:
+            source = case.get("input")
+            value = source.get(field) if isinstance(source, dict) else None
+        if value is not None and not isinstance(value, dict | list):
+            found[case["id"]] = str(value)
+    return found
 
 
 def _pp(value: float, *, decimals: int = 1) -> str:
@@ -82,9 +109,12 @@ def render(c: Comparison, *, gate: bool = False) -> str:
         lines.append("mcnemar no paired cases")
     else:
         low, high = c.interval
+        method = "95% paired bootstrap"
+        if c.cluster is not None:
+            method = f"{c.cluster.groups} groups of {c.cluster.field}, 95% cluster bootstrap"
         lines.append(
             f"B − A   {_pp(c.diff)} [{_pp(low)}, {_pp(high)}] "
-            f"({n} paired case{'s' if n != 1 else ''}, 95% paired bootstrap)"
+            f"({n} paired case{'s' if n != 1 else ''}, {method})"
         )
         lines.append(f"mcnemar p={c.mcnemar_p:.3f}  {c.n10} regressed, {c.n01} improved")
     lines.append(f"verdict {c.verdict} ({c.verdict_reason})")
@@ -167,6 +197,11 @@ def _extras(c: Comparison) -> list[str]:
         left_out.append(f"{c.only_b} graded in B only")
     if left_out:
         lines.append(f"left out {', '.join(left_out)}")
+    if c.cluster is not None and c.cluster.ungrouped:
+        lines.append(
+            f"{c.cluster.ungrouped} paired cases have no {c.cluster.field}: each is a group "
+            "of its own"
+        )
     if c.matrix is not None:
         m = c.matrix
         lines.append(f"matrix cases by passes out of {m.k_a} in A (rows) and {m.k_b} in B")
@@ -218,7 +253,16 @@ def to_json(c: Comparison, *, gate: bool) -> dict[str, Any]:
         "interval": None
         if c.interval is None
         else {"low": c.interval.low, "high": c.interval.high, "confidence": 0.95},
-        "method": "paired percentile bootstrap, 10000 resamples",
+        "method": "paired percentile bootstrap, 10000 resamples"
+        if c.cluster is None
+        else "cluster percentile bootstrap, 10000 resamples",
+        "cluster": None
+        if c.cluster is None
+        else {
+            "field": c.cluster.field,
+            "groups": c.cluster.groups,
+            "ungrouped": c.cluster.ungrouped,
+        },
         "seed": c.seed,
         "mcnemar": {
             "p": c.mcnemar_p,
