@@ -20,7 +20,7 @@ def _exp_commands() -> dict[str, argparse.ArgumentParser]:
     return dict(commands.choices)
 
 
-@pytest.mark.parametrize("command", ["run", "compare", "regrade", "list", "status"])
+@pytest.mark.parametrize("command", ["run", "compare", "regrade", "aa", "list", "status"])
 def test_every_flag_is_documented(command: str) -> None:
     text = DOCS.read_text()
     parser = _exp_commands()[command]

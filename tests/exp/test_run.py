@@ -207,5 +207,5 @@ def test_a_run_works_on_a_neens_dataset_frozen_at_the_start(
 def test_help_lists_the_exp_commands(project: Project) -> None:
     result = project.run("exp", "--help")
     assert result.code == 0
-    for command in ("run", "compare", "regrade", "list", "status"):
+    for command in ("run", "compare", "regrade", "aa", "list", "status"):
         assert f"    {command}" in result.out

@@ -134,7 +134,11 @@ class Power:
     discordance: float
     ceiling: float
     mde: float | None
-    """None when the ceiling is below the 80% target."""
+    """None when the ceiling is below the 80% target. Never below the A/A flip rate when
+    there is one: a difference smaller than the churn of one config against itself is not
+    one to act on."""
+    raw_mde: float | None = None
+    """The exact MDE before the A/A floor."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +150,20 @@ class Matrix:
     counts: list[list[int]]
     left_out: int
     """Paired cases without all k case-trials graded on both sides."""
+
+
+@dataclass(frozen=True, slots=True)
+class AaFloor:
+    """The A/A flip rate (`exp aa`: one config run twice) that floors the reported MDE."""
+
+    first: str
+    second: str
+    flipped: int
+    paired: int
+
+    @property
+    def flip_rate(self) -> float:
+        return self.flipped / self.paired if self.paired else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +212,7 @@ class Comparison:
     regression_to_the_mean: bool
     grader_changes: list[str] = field(default_factory=list)
     cluster: Clusters | None = None
+    aa: AaFloor | None = None
 
     @property
     def ship(self) -> bool:
@@ -256,6 +275,7 @@ def compare(
     with_matrix: bool = False,
     cluster_field: str | None = None,
     groups: Mapping[str, str] | None = None,
+    aa: AaFloor | None = None,
 ) -> Comparison:
     """Compare run B with run A; see the module docstring for every rule.
 
@@ -403,7 +423,9 @@ def compare(
         q = (n10 + n01) / n
         if q > 0:
             ceiling = mcnemar_ceiling(n, q)
-            power = Power(n, q, ceiling, mcnemar_mde(n, q) if ceiling >= POWER_TARGET else None)
+            raw = mcnemar_mde(n, q) if ceiling >= POWER_TARGET else None
+            floored = raw if raw is None or aa is None else max(raw, aa.flip_rate)
+            power = Power(n, q, ceiling, floored, raw)
 
     multi = max(a.trials, b.trials) >= 2
     gained = sorted(c.case_id for c in cases if c.a_passes == 0 and c.b_passes > 0)
@@ -458,4 +480,12 @@ def compare(
         regression_to_the_mean=regression_to_the_mean,
         grader_changes=grader_changes,
         cluster=clusters,
+        aa=aa,
     )
+
+
+def flips(a: Side, b: Side) -> tuple[int, int]:
+    """How many paired cases flipped between two runs (pass on one side, fail on the other),
+    out of how many paired cases: for two runs of one config, the A/A flip rate."""
+    result = compare(a, b, seed=0)
+    return result.n10 + result.n01, len(result.cases)

@@ -1,4 +1,4 @@
-"""The `neens exp` command group: run, compare, regrade, list, status.
+"""The `neens exp` command group: run, compare, regrade, aa, list, status.
 
 Registered through the `neens.cli` entry point `exp`. Human output goes to stdout, progress to
 stderr when it is a terminal, and `--json` prints one JSON object instead (numbers unrounded).
@@ -79,6 +79,25 @@ def _run(args: argparse.Namespace) -> int:
             print(
                 f"neens: interrupted: {experiment_id} keeps every finished case-trial; run the "
                 f"same command with --resume {experiment_id} to run only what is left",
+                file=sys.stderr,
+            )
+        return 130
+
+
+def _aa(args: argparse.Namespace) -> int:
+    from neens.exp.aa import aa_command
+
+    holder: dict[str, Any] = {}
+    try:
+        return asyncio.run(aa_command(args, holder))
+    except KeyboardInterrupt:
+        ids = holder.get("ids")
+        if ids is None:
+            print("neens: interrupted before the runs started", file=sys.stderr)
+        else:
+            print(
+                f"neens: interrupted: the A/A runs {ids[0]} and {ids[1]} are partial and give "
+                "no flip rate; run exp aa again",
                 file=sys.stderr,
             )
         return 130
@@ -230,6 +249,33 @@ def register(subparsers: Any) -> None:
     )
     _common(compare)
     compare.set_defaults(func=_compare)
+
+    aa = commands.add_parser(
+        "aa",
+        help="run one config twice, interleaved, and record its A/A flip rate",
+        description=(
+            "Run the spec twice as two experiments, each case-trial of one next to the same "
+            "case-trial of the other, and print the A/A flip rate: the share of cases whose "
+            "outcome differs by chance alone. exp compare never reports a minimum detectable "
+            "effect below it for runs on the same dataset."
+        ),
+    )
+    aa.add_argument("spec", metavar="SPEC", help="the experiment spec (spec.json)")
+    aa.add_argument("-d", "--dataset", metavar="NAME", help="as for exp run")
+    aa.add_argument(
+        "-g", "--grader", metavar="JSON", action="append", default=[], help="as for exp run"
+    )
+    aa.add_argument("--trials", type=_positive_int, help="runs of each case in each run")
+    aa.add_argument(
+        "--concurrency", type=_positive_int, default=8, help="case-trials in flight (default 8)"
+    )
+    aa.add_argument("--retries", type=_count, default=3, help="as for exp run (default 3)")
+    aa.add_argument("--trial-timeout", type=_seconds, metavar="SEC", help="as for exp run")
+    aa.add_argument(
+        "--seed", type=int, default=0, help="seed of the order within each pair (default 0)"
+    )
+    _common(aa)
+    aa.set_defaults(func=_aa)
 
     regrade = commands.add_parser(
         "regrade",

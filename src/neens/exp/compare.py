@@ -12,11 +12,17 @@ import json
 import sys
 from typing import Any, Final
 
-from neens.domain.exp_compare import Comparison, Side, TrialOutcome, compare
+from neens.domain.exp_compare import AaFloor, Comparison, Side, TrialOutcome, compare, flips
 from neens.exp.store import find_experiment, open_store
 from neens.exp.table import table
 from neens.store.db import Database
-from neens.store.experiments import ExperimentRow, tally, trials_of
+from neens.store.experiments import (
+    ExperimentRow,
+    get_experiment,
+    latest_aa_pair,
+    tally,
+    trials_of,
+)
 
 REGRESSIONS_SHOWN: Final = 50
 
@@ -45,6 +51,7 @@ async def compare_command(args: argparse.Namespace) -> int:
         row_b = await find_experiment(db, args.b, flag="B")
         side_a = await load_side(db, row_a)
         side_b = await load_side(db, row_b)
+        aa = await aa_floor(db, row_a)
     groups = None
     if args.cluster is not None:
         groups = case_groups(row_b, args.cluster) | case_groups(row_a, args.cluster)
@@ -56,6 +63,7 @@ async def compare_command(args: argparse.Namespace) -> int:
         with_matrix=args.matrix,
         cluster_field=args.cluster,
         groups=groups,
+        aa=aa,
     )
     if args.json:
         print(json.dumps(to_json(result, gate=args.gate), ensure_ascii=False, allow_nan=False))
@@ -66,6 +74,19 @@ async def compare_command(args: argparse.Namespace) -> int:
     if args.gate or args.margin is not None:
         return 0 if result.ship else 1
     return 0
+
+
+async def aa_floor(db: Database, row: ExperimentRow) -> AaFloor | None:
+    """The flip rate of the newest finished A/A pair (`exp aa`) on A's dataset, if any."""
+    pair = await latest_aa_pair(db, row.dataset_hash)
+    if pair is None:
+        return None
+    first = await get_experiment(db, pair[0])
+    second = await get_experiment(db, pair[1])
+    if first is None or second is None or None in (first.finished_at, second.finished_at):
+        return None
+    flipped, paired = flips(await load_side(db, first), await load_side(db, second))
+    return AaFloor(first.id, second.id, flipped, paired) if paired else None
 
 
 def case_groups(row: ExperimentRow, field: str) -> dict[str, str]:
@@ -166,6 +187,11 @@ def _extras(c: Comparison) -> list[str]:
         lines.append(
             f"P(B>A) {c.prob_b_beats_a * 100:.1f}% (Beta(1,1) prior on the {flips} flipped "
             f"case{'s' if flips != 1 else ''}; below 100 paired cases)"
+        )
+    if c.aa is not None:
+        lines.append(
+            f"A/A flip rate {c.aa.flip_rate * 100:.1f}% ({c.aa.first} vs {c.aa.second}, "
+            f"{c.aa.paired} paired cases): the MDE is never reported below it"
         )
     if c.power is not None:
         if c.power.mde is None:
@@ -285,6 +311,15 @@ def to_json(c: Comparison, *, gate: bool) -> dict[str, Any]:
             "discordance": c.power.discordance,
             "ceiling": c.power.ceiling,
             "mde": c.power.mde,
+            "mdeBeforeAaFloor": c.power.raw_mde,
+        },
+        "aa": None
+        if c.aa is None
+        else {
+            "ids": [c.aa.first, c.aa.second],
+            "flipped": c.aa.flipped,
+            "pairedCases": c.aa.paired,
+            "flipRate": c.aa.flip_rate,
         },
         "regressions": [_case_json(r) for r in c.regressed],
         "improvements": [_case_json(r) for r in c.improved],

@@ -88,7 +88,9 @@ async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
         context = TaskContext(experiment_id=stored.id, name=plan.spec.name, cwd=cwd)
         caller = Caller(plan, context, headers)
         with RunProgress(total=plan.planned, done=already, label=stored.id) as progress:
-            await run_trials(db, plan, caller, todo, limits, progress)
+            await run_trials(
+                db, plan, [caller], [(0, case, trial) for case, trial in todo], limits, progress
+            )
         counts = (await tally(db, [stored.id]))[stored.id]
         finished = counts.done >= stored.planned
         if finished:

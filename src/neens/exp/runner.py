@@ -169,20 +169,23 @@ async def run_one(
 async def run_trials(
     db: Database,
     plan: Plan,
-    caller: Caller,
-    todo: Iterable[tuple[Case, int]],
+    callers: list[Caller],
+    todo: Iterable[tuple[int, Case, int]],
     limits: RunLimits,
     progress: RunProgress,
 ) -> None:
-    """Run every (case, trial) of `todo`, `limits.concurrency` at a time, in order."""
+    """Run every (caller index, case, trial) of `todo`, `limits.concurrency` at a time, in
+    order. One caller per experiment being run: one for `exp run`, two for `exp aa`."""
     queue = iter(todo)
 
     async def worker() -> None:
-        for case, trial in queue:
-            row = await run_one(db, plan, caller, case, trial, limits)
+        for index, case, trial in queue:
+            row = await run_one(db, plan, callers[index], case, trial, limits)
             progress.advance(error=row.status == "error", cost_usd=row.cost_usd)
 
-    async with caller.open():
+    async with contextlib.AsyncExitStack() as stack:
+        for caller in callers:
+            await stack.enter_async_context(caller.open())
         async with asyncio.TaskGroup() as group:
             for _ in range(limits.concurrency):
                 group.create_task(worker())

@@ -42,6 +42,7 @@ class ExperimentRow:
     created_at: datetime
     finished_at: datetime | None = None
     source_id: str | None = None
+    pair_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +113,7 @@ def _row(e: Experiment) -> ExperimentRow:
         created_at=e.created_at,
         finished_at=e.finished_at,
         source_id=e.source_id,
+        pair_id=e.pair_id,
     )
 
 
@@ -137,6 +139,7 @@ async def create_experiment(db: Database, row: ExperimentRow) -> None:
                 concurrency=row.concurrency,
                 created_at=row.created_at,
                 source_id=row.source_id,
+                pair_id=row.pair_id,
             )
         )
 
@@ -223,6 +226,26 @@ async def list_experiments(db: Database, *, limit: int) -> list[ExperimentRow]:
             .limit(limit)
         )
         return [_row(e) for e in found]
+
+
+async def latest_aa_pair(db: Database, dataset_hash: str) -> tuple[str, str] | None:
+    """The newest finished A/A pair (`exp aa`) run on this dataset, as its two ids."""
+    async with db.read() as s:
+        found = await s.scalar(
+            select(Experiment)
+            .where(
+                Experiment.kind == "aa",
+                Experiment.dataset_hash == dataset_hash,
+                Experiment.finished_at.is_not(None),
+                Experiment.pair_id.is_not(None),
+            )
+            .order_by(Experiment.created_at.desc(), Experiment.id.desc())
+            .limit(1)
+        )
+        if found is None or found.pair_id is None:
+            return None
+        first, second = sorted([found.id, found.pair_id])
+        return first, second
 
 
 async def latest_unfinished(db: Database, name: str) -> ExperimentRow | None:

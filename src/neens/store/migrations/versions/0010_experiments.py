@@ -57,6 +57,7 @@ def upgrade() -> None:
         ),
         sa.Column("failing_of", sa.String(length=40), nullable=True),
         sa.Column("source_id", sa.String(length=40), nullable=True),
+        sa.Column("pair_id", sa.String(length=40), nullable=True),
         sa.Column("trials", sa.Integer(), nullable=False),
         sa.Column("planned", sa.Integer(), nullable=False),
         sa.Column("concurrency", sa.Integer(), nullable=False),
