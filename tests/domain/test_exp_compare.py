@@ -249,3 +249,23 @@ def test_clustering_widens_the_interval_when_related_cases_move_together() -> No
     )
     assert few.cluster is not None and few.cluster.groups == 2
     assert any(w.startswith("only 2 groups of repo") for w in few.warnings)
+
+
+def test_case_kinds_show_pass_rates_unfixed_bad_cases_and_broken_guards() -> None:
+    a = side({"b1": [False], "b2": [False], "g1": [True], "g2": [True], "k1": [True], "x": [True]})
+    b = side(
+        {"b1": [True], "b2": [False], "g1": [True], "g2": [False], "k1": [True], "x": [False]},
+        id="exp_B",
+    )
+    kinds = {"b1": "bad", "b2": "bad", "g1": "guard", "g2": "guard", "k1": "control"}
+    result = compare(a, b, kinds=kinds)
+    assert result.kinds is not None
+    assert [(k.kind, k.cases, k.a_rate, k.b_rate) for k in result.kinds.rows] == [
+        ("bad", 2, 0.0, 0.5),
+        ("control", 1, 1.0, 1.0),
+        ("guard", 2, 1.0, 0.5),
+    ]
+    assert result.kinds.not_fixed == ["b2"]
+    assert result.kinds.broken_guards == ["g2"]
+    assert result.kinds.broken_controls == []
+    assert compare(a, b).kinds is None

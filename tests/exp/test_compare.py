@@ -190,3 +190,42 @@ def test_cluster_resamples_groups_and_warns_below_ten(project: Project) -> None:
     assert by_input["cluster"] == {"field": "repo", "groups": 3, "ungrouped": 0}
     missing = project.exp_json("compare", a, b, "--cluster", "team")
     assert missing["cluster"] == {"field": "team", "groups": 12, "ungrouped": 12}
+
+
+def test_case_kinds_report_each_kind_and_what_broke(project: Project) -> None:
+    cases = [
+        {"id": "bug1", "input": "bug1", "expected": "BUG1", "kind": "bad"},
+        {"id": "bug2", "input": "bug2", "expected": "BUG2", "kind": "bad"},
+        {"id": "keep1", "input": "keep1", "expected": "KEEP1", "kind": "guard"},
+        {"id": "keep2", "input": "keep2", "expected": "KEEP2", "kind": "guard"},
+        {"id": "other", "input": "other", "expected": "OTHER", "kind": "control"},
+    ]
+    project.write_dataset(cases, name="smoke")
+    command = f"{sys.executable} agent.py"
+    project.write_spec(
+        "base.json",
+        name="base",
+        dataset="smoke",
+        task={"kind": "command", "command": command, "env": {"WRONG": "bug1,bug2"}},
+    )
+    project.write_spec(
+        "cand.json",
+        name="cand",
+        dataset="smoke",
+        task={"kind": "command", "command": command, "env": {"WRONG": "bug2,keep2"}},
+    )
+    a = project.exp_json("run", "base.json")["id"]
+    b = project.exp_json("run", "cand.json")["id"]
+    out = project.exp("compare", a, b).out
+    assert (
+        "kind     cases       A       B        Δ\n"
+        "-------  -----  ------  ------  -------\n"
+        "bad          2    0.0%   50.0%  +50.0pp\n"
+        "control      1  100.0%  100.0%    0.0pp\n"
+        "guard        2  100.0%   50.0%  -50.0pp\n"
+        "bad cases not showing the fix 1: bug2\n"
+        "broken guards 1: keep2\n"
+        "broken controls 0\n"
+    ) in out
+    body = project.exp_json("compare", a, b)
+    assert body["kinds"]["brokenGuards"] == ["keep2"]

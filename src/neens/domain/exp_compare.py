@@ -153,6 +153,28 @@ class Matrix:
 
 
 @dataclass(frozen=True, slots=True)
+class KindRow:
+    """The paired cases of one kind: their mean pass rate on each side."""
+
+    kind: str
+    cases: int
+    a_rate: float
+    b_rate: float
+
+
+@dataclass(frozen=True, slots=True)
+class Kinds:
+    """What case kinds show: each kind's pass rates, the "bad" cases (those showing the bug
+    being fixed) that B still fails, and the "guard" and "control" cases (which must keep
+    passing) that passed in A and fail in B."""
+
+    rows: list[KindRow]
+    not_fixed: list[str]
+    broken_guards: list[str]
+    broken_controls: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class AaFloor:
     """The A/A flip rate (`exp aa`: one config run twice) that floors the reported MDE."""
 
@@ -213,6 +235,7 @@ class Comparison:
     grader_changes: list[str] = field(default_factory=list)
     cluster: Clusters | None = None
     aa: AaFloor | None = None
+    kinds: Kinds | None = None
 
     @property
     def ship(self) -> bool:
@@ -276,6 +299,7 @@ def compare(
     cluster_field: str | None = None,
     groups: Mapping[str, str] | None = None,
     aa: AaFloor | None = None,
+    kinds: Mapping[str, str] | None = None,
 ) -> Comparison:
     """Compare run B with run A; see the module docstring for every rule.
 
@@ -481,6 +505,35 @@ def compare(
         grader_changes=grader_changes,
         cluster=clusters,
         aa=aa,
+        kinds=_kinds(cases, kinds) if kinds else None,
+    )
+
+
+def _kinds(cases: Sequence[CaseResult], kinds: Mapping[str, str]) -> Kinds | None:
+    by_kind: dict[str, list[CaseResult]] = {}
+    for c in cases:
+        if c.case_id in kinds:
+            by_kind.setdefault(kinds[c.case_id], []).append(c)
+    if not by_kind:
+        return None
+    rows = [
+        KindRow(
+            kind,
+            len(group),
+            sum(c.a_rate for c in group) / len(group),
+            sum(c.b_rate for c in group) / len(group),
+        )
+        for kind, group in sorted(by_kind.items())
+    ]
+
+    def broken(kind: str) -> list[str]:
+        return [c.case_id for c in by_kind.get(kind, []) if c.a_pass and not c.b_pass]
+
+    return Kinds(
+        rows=rows,
+        not_fixed=[c.case_id for c in by_kind.get("bad", []) if not c.b_pass],
+        broken_guards=broken("guard"),
+        broken_controls=broken("control"),
     )
 
 

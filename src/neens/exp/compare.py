@@ -54,7 +54,7 @@ async def compare_command(args: argparse.Namespace) -> int:
         aa = await aa_floor(db, row_a)
     groups = None
     if args.cluster is not None:
-        groups = case_groups(row_b, args.cluster) | case_groups(row_a, args.cluster)
+        groups = case_groups(row_a, args.cluster) | case_groups(row_b, args.cluster)
     result = compare(
         side_a,
         side_b,
@@ -64,6 +64,7 @@ async def compare_command(args: argparse.Namespace) -> int:
         cluster_field=args.cluster,
         groups=groups,
         aa=aa,
+        kinds=case_groups(row_a, "kind") | case_groups(row_b, "kind") or None,
     )
     if args.json:
         print(json.dumps(to_json(result, gate=args.gate), ensure_ascii=False, allow_nan=False))
@@ -204,6 +205,26 @@ def _extras(c: Comparison) -> list[str]:
             )
     if c.improved:
         lines.append(f"improved {len(c.improved)}: {_names([r.case_id for r in c.improved])}")
+    if c.kinds is not None:
+        rows = [
+            [k.kind, str(k.cases), _rate(k.a_rate), _rate(k.b_rate), _pp(k.b_rate - k.a_rate)]
+            for k in c.kinds.rows
+        ]
+        lines.append(table(["kind", "cases", "A", "B", "Δ"], rows, right={1, 2, 3, 4}))
+        kinds = {k.kind for k in c.kinds.rows}
+        if "bad" in kinds:
+            lines.append(
+                f"bad cases not showing the fix {len(c.kinds.not_fixed)}"
+                + (f": {_names(c.kinds.not_fixed)}" if c.kinds.not_fixed else "")
+            )
+        for label, broken in (
+            ("guards", c.kinds.broken_guards),
+            ("controls", c.kinds.broken_controls),
+        ):
+            if label[:-1] in kinds:
+                lines.append(
+                    f"broken {label} {len(broken)}" + (f": {_names(broken)}" if broken else "")
+                )
     if c.gained is not None and c.lost is not None:
         line = f"gained {len(c.gained)}, lost {len(c.lost)}"
         if c.lost:
@@ -340,6 +361,16 @@ def to_json(c: Comparison, *, gate: bool) -> dict[str, Any]:
         "holds": c.holds,
         "ship": c.ship,
     }
+    if c.kinds is not None:
+        body["kinds"] = {
+            "rows": [
+                {"kind": k.kind, "cases": k.cases, "aRate": k.a_rate, "bRate": k.b_rate}
+                for k in c.kinds.rows
+            ],
+            "badNotFixed": c.kinds.not_fixed,
+            "brokenGuards": c.kinds.broken_guards,
+            "brokenControls": c.kinds.broken_controls,
+        }
     if c.matrix is not None:
         body["matrix"] = {
             "kA": c.matrix.k_a,
