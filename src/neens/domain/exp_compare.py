@@ -24,6 +24,7 @@ How it decides (docs/exp.md has the user's version):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -56,6 +57,8 @@ class TrialOutcome:
     """None: no grader verdict (ungraded), or the case-trial errored."""
     error_kind: str | None = None
     """"infra" or "agent" for an errored case-trial."""
+    seq_passed: bool | None = None
+    """With --seq: whether it passed within its attempts (None when ungraded or errored)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +239,8 @@ class Comparison:
     cluster: Clusters | None = None
     aa: AaFloor | None = None
     kinds: Kinds | None = None
+    seq_attempts: int | None = None
+    """Set when the outcomes are Seq@K (--verdict seq)."""
 
     @property
     def ship(self) -> bool:
@@ -300,12 +305,16 @@ def compare(
     groups: Mapping[str, str] | None = None,
     aa: AaFloor | None = None,
     kinds: Mapping[str, str] | None = None,
+    seq_attempts: int | None = None,
 ) -> Comparison:
     """Compare run B with run A; see the module docstring for every rule.
 
     With `cluster_field`, `groups` maps case ids to their group (the field's value): the
     interval then resamples whole groups (`cluster_bootstrap`); a case without a group is a
-    group of its own."""
+    group of its own. With `seq_attempts` (--verdict seq) every outcome is the case-trial's
+    Seq@K (passed within its attempts) instead of its first attempt's."""
+    if seq_attempts is not None:
+        a, b = _seq_side(a), _seq_side(b)
     summary_a, cases_a = _tally(a)
     summary_b, cases_b = _tally(b)
     graded_a = {case for case, (_, count) in cases_a.items() if count}
@@ -506,7 +515,16 @@ def compare(
         cluster=clusters,
         aa=aa,
         kinds=_kinds(cases, kinds) if kinds else None,
+        seq_attempts=seq_attempts,
     )
+
+
+def _seq_side(side: Side) -> Side:
+    outcomes = [
+        TrialOutcome(o.case_id, o.seq_passed if o.passed is not None else None, o.error_kind)
+        for o in side.outcomes
+    ]
+    return dataclasses.replace(side, outcomes=outcomes)
 
 
 def _kinds(cases: Sequence[CaseResult], kinds: Mapping[str, str]) -> Kinds | None:

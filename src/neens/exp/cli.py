@@ -181,6 +181,20 @@ def register(subparsers: Any) -> None:
     part.add_argument("--first-n", type=_positive_int, metavar="N", help="only the first N cases")
     part.add_argument("--sample", type=_positive_int, metavar="N", help="N cases at random")
     part.add_argument("--seed", type=int, metavar="S", help="the seed of --sample (default 0)")
+    seq = run.add_argument_group("retry with feedback")
+    seq.add_argument(
+        "--seq",
+        type=_positive_int,
+        metavar="N",
+        default=1,
+        help="try a failing case-trial again with feedback, up to N attempts in all; the pass "
+        "rate stays the first attempt's and Seq@N is reported beside it",
+    )
+    seq.add_argument(
+        "--feedback",
+        choices=["reasons"],
+        help="what a later attempt is told: the failing graders' reasons (the default with --seq)",
+    )
     resume = run.add_argument_group("resume and retries")
     resume.add_argument(
         "--resume",
@@ -241,6 +255,13 @@ def register(subparsers: Any) -> None:
     )
     compare.add_argument(
         "--matrix", action="store_true", help="the cases by passes out of k in A and in B"
+    )
+    compare.add_argument(
+        "--verdict",
+        choices=["first", "seq"],
+        default="first",
+        help="seq: compare Seq@K outcomes, when both runs used the same --seq and --feedback "
+        "(default: the first attempt's)",
     )
     compare.add_argument(
         "--seed",

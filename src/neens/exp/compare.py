@@ -12,6 +12,8 @@ import json
 import sys
 from typing import Any, Final
 
+from neens_eval.errors import ConfigError
+
 from neens.domain.exp_compare import AaFloor, Comparison, Side, TrialOutcome, compare, flips
 from neens.exp.store import find_experiment, open_store
 from neens.exp.table import table
@@ -34,7 +36,15 @@ async def load_side(db: Database, row: ExperimentRow) -> Side:
         id=row.id,
         name=row.name,
         trials=row.trials,
-        outcomes=[TrialOutcome(t.case_id, t.passed, t.error_kind) for t in trials],
+        outcomes=[
+            TrialOutcome(
+                t.case_id,
+                t.passed,
+                t.error_kind,
+                seq_passed=None if t.passed is None else t.seq_passed_at is not None,
+            )
+            for t in trials
+        ],
         graders={g["name"]: g["version"] for g in row.graders},
         # When its outputs were produced: a regrade keeps its source's times.
         started_at=counts.first_started_at or row.created_at,
@@ -52,6 +62,15 @@ async def compare_command(args: argparse.Namespace) -> int:
         side_a = await load_side(db, row_a)
         side_b = await load_side(db, row_b)
         aa = await aa_floor(db, row_a)
+    seq_attempts = None
+    if args.verdict == "seq":
+        seq_a, seq_b = row_a.spec.get("seq"), row_b.spec.get("seq")
+        if seq_a is None or seq_a != seq_b:
+            raise ConfigError(
+                "--verdict seq: A and B must both have run with the same --seq and --feedback "
+                f"(A: {_seq_flags(seq_a)}, B: {_seq_flags(seq_b)})"
+            )
+        seq_attempts = int(seq_a["attempts"])
     groups = None
     if args.cluster is not None:
         groups = case_groups(row_a, args.cluster) | case_groups(row_b, args.cluster)
@@ -65,6 +84,7 @@ async def compare_command(args: argparse.Namespace) -> int:
         groups=groups,
         aa=aa,
         kinds=case_groups(row_a, "kind") | case_groups(row_b, "kind") or None,
+        seq_attempts=seq_attempts,
     )
     if args.json:
         print(json.dumps(to_json(result, gate=args.gate), ensure_ascii=False, allow_nan=False))
@@ -75,6 +95,12 @@ async def compare_command(args: argparse.Namespace) -> int:
     if args.gate or args.margin is not None:
         return 0 if result.ship else 1
     return 0
+
+
+def _seq_flags(seq: Any) -> str:
+    if not seq:
+        return "without --seq"
+    return f"--seq {seq['attempts']} --feedback {seq['feedback']}"
 
 
 async def aa_floor(db: Database, row: ExperimentRow) -> AaFloor | None:
@@ -132,6 +158,8 @@ def render(c: Comparison, *, gate: bool = False) -> str:
     else:
         low, high = c.interval
         method = "95% paired bootstrap"
+        if c.seq_attempts is not None:
+            method += f", Seq@{c.seq_attempts}"
         if c.cluster is not None:
             method = f"{c.cluster.groups} groups of {c.cluster.field}, 95% cluster bootstrap"
         lines.append(
@@ -321,6 +349,7 @@ def to_json(c: Comparison, *, gate: bool) -> dict[str, Any]:
             "improved": c.n01,
         },
         "verdict": c.verdict,
+        "verdictFrom": "first attempt" if c.seq_attempts is None else f"Seq@{c.seq_attempts}",
         "verdictReason": c.verdict_reason,
         "intervalVerdict": c.interval_verdict,
         "disagreement": c.disagreement,

@@ -67,6 +67,8 @@ class Plan:
     agent_files: dict[str, str]
     selection: Selection
     cwd: Path = field(repr=False)
+    seq: int = 1
+    """Attempts a failing case-trial gets (--seq); 1: no retry with feedback."""
 
     @property
     def planned(self) -> int:
@@ -82,7 +84,11 @@ class Plan:
             "task": self.spec.raw["task"],
             "graders": [{"name": g.name, **g.definition.options} for g in self.graders],
             "trials": self.trials,
+            "seq": self.seq_json(),
         }
+
+    def seq_json(self) -> dict[str, Any] | None:
+        return {"attempts": self.seq, "feedback": "reasons"} if self.seq > 1 else None
 
     def row(self, experiment_id: str, concurrency: int, created_at: datetime) -> ExperimentRow:
         return ExperimentRow(
@@ -179,6 +185,7 @@ async def make_plan(
     trials: int | None,
     selection: Selection,
     failing_id: str | None,
+    seq: int = 1,
 ) -> Plan:
     """Everything a run needs, checked; ConfigError for the first problem found."""
     ready = ready_graders(spec, cli_graders, cwd)
@@ -203,6 +210,7 @@ async def make_plan(
         agent_files=agent_files,
         selection=selection,
         cwd=cwd,
+        seq=seq,
     )
 
 
@@ -261,6 +269,9 @@ def resume_problems(stored: ExperimentRow, plan: Plan) -> list[str]:
                 else ("is new" if path in new_files else "is no longer named")
             )
             problems.append(f"the agent script {path} {state}")
+    if stored.spec.get("seq") != plan.seq_json():
+        before_seq = (stored.spec.get("seq") or {}).get("attempts", 1)
+        problems.append(f"--seq changed ({before_seq} → {plan.seq})")
     if stored.trials != plan.trials:
         problems.append(f"the trials changed ({stored.trials} → {plan.trials})")
     stored_ids = [c["id"] for c in stored.cases]

@@ -41,6 +41,8 @@ def _check_flags(args: argparse.Namespace) -> None:
         )
     if args.seed is not None and args.sample is None:
         raise ConfigError("--seed: only with --sample N (it seeds the sample)")
+    if args.feedback is not None and args.seq < 2:
+        raise ConfigError("--feedback: only with --seq N of 2 or more (the attempts it feeds)")
 
 
 async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
@@ -67,6 +69,7 @@ async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
             trials=args.trials,
             selection=selection,
             failing_id=failing_id,
+            seq=args.seq,
         )
         headers: dict[str, str] = {}
         if isinstance(plan.spec.task, HttpTask):
@@ -163,7 +166,20 @@ def summary_json(row: ExperimentRow, counts: Tally, finished: bool) -> dict[str,
         "ungraded": counts.done - counts.graded - counts.infra_errors - counts.agent_errors,
         "costUsd": counts.cost_usd if counts.priced else None,
         "pricedTrials": counts.priced,
+        "seq": _seq_json(row, counts),
         "createdAt": row.created_at.isoformat(),
+    }
+
+
+def _seq_json(row: ExperimentRow, counts: Tally) -> dict[str, Any] | None:
+    seq = row.spec.get("seq")
+    if not seq:
+        return None
+    return {
+        "attempts": seq["attempts"],
+        "feedback": seq["feedback"],
+        "passed": counts.seq_passed,
+        "rate": counts.seq_passed / counts.graded if counts.graded else None,
     }
 
 
@@ -187,6 +203,12 @@ def _report(
     if not finished:
         line += f" of {row.planned} (partial)"
     print(line)
+    seq = _seq_json(row, counts)
+    if seq is not None:
+        print(
+            f"seq@{seq['attempts']} {pass_text(counts.seq_passed, counts.graded)[5:]} "
+            f"with feedback ({seq['feedback']}); the pass rate above is the first attempt's"
+        )
     errors = counts.infra_errors + counts.agent_errors
     if errors:
         print(f"errors {errors} ({counts.infra_errors} infra, {counts.agent_errors} agent)")

@@ -24,7 +24,14 @@ from neens.exp.graders import ReadyGrader, grade
 from neens.exp.plan import Plan
 from neens.exp.progress import RunProgress
 from neens.exp.spec import CommandTask, HttpTask
-from neens.exp.tasks import Attempt, ErrorKind, TaskContext, run_command, run_http
+from neens.exp.tasks import (
+    Attempt,
+    ErrorKind,
+    Feedback,
+    TaskContext,
+    run_command,
+    run_http,
+)
 from neens.store.db import Database
 from neens.store.experiments import GradeRow, TrialRow, save_trial
 from neens.store.types import utcnow
@@ -66,15 +73,19 @@ class Caller:
             self._client = client
             yield self
 
-    async def call(self, case: Case, trial: int) -> Attempt:
+    async def call(self, case: Case, trial: int, feedback: Feedback | None = None) -> Attempt:
         task = self.plan.spec.task
         if isinstance(task, CommandTask):
-            return await run_command(task, case, trial, self.context)
-        return await run_http(self._client, task, self.headers, case, self.context)
+            return await run_command(task, case, trial, self.context, feedback)
+        return await run_http(self._client, task, self.headers, case, self.context, feedback)
 
 
 async def _attempts(
-    caller: Caller, case: Case, trial: int, limits: RunLimits
+    caller: Caller,
+    case: Case,
+    trial: int,
+    limits: RunLimits,
+    feedback: Feedback | None = None,
 ) -> tuple[Attempt, int]:
     """The task's final attempt for this case-trial and how many calls it took."""
     state: dict[str, Any] = {"last": None, "calls": 0, "waiting": False}
@@ -82,7 +93,7 @@ async def _attempts(
     async def attempt_all() -> Attempt:
         for retry in range(limits.retries + 1):
             state["calls"] += 1
-            result = await caller.call(case, trial)
+            result = await caller.call(case, trial, feedback)
             state["last"] = result
             if not result.retryable or retry == limits.retries:
                 return result
@@ -147,6 +158,12 @@ async def run_one(
     passed = None
     if attempt.error is None:
         grades, passed = await grade_answer(plan.graders, case, attempt.output, plan.cwd)
+    seq_passed_at: int | None = None
+    seq_log: list[dict[str, Any]] | None = None
+    if plan.seq > 1 and passed is not None:
+        seq_passed_at, seq_log = await _sequence(
+            plan, caller, case, trial, limits, attempt, grades, passed
+        )
     row = TrialRow(
         case_id=case.id,
         trial=trial,
@@ -161,9 +178,48 @@ async def run_one(
         started_at=started,
         finished_at=utcnow(),
         grades=grades,
+        seq_passed_at=seq_passed_at,
+        seq_log=seq_log,
     )
     await save_trial(db, caller.context.experiment_id, row)
     return row
+
+
+async def _sequence(
+    plan: Plan,
+    caller: Caller,
+    case: Case,
+    trial: int,
+    limits: RunLimits,
+    first: Attempt,
+    grades: tuple[GradeRow, ...],
+    passed: bool,
+) -> tuple[int | None, list[dict[str, Any]]]:
+    """--seq: while the case-trial fails, try again with the failing graders' reasons as
+    feedback, up to `plan.seq` attempts in all. The attempt that first passed (None if none
+    did), and a log of every attempt after the first."""
+    log: list[dict[str, Any]] = []
+    if passed:
+        return 1, log
+    output = first.output or ""
+    for number in range(2, plan.seq + 1):
+        reasons = "\n".join(f"{g.grader}: {g.reason}" for g in grades if g.passed is False)
+        feedback = Feedback(attempt=number, previous_output=output, reasons=reasons)
+        attempt, calls = await _attempts(caller, case, trial, limits, feedback)
+        entry: dict[str, Any] = {"attempt": number, "feedback": reasons, "calls": calls}
+        if attempt.error is not None:
+            entry.update(error=attempt.error, errorKind=attempt.error_kind)
+            log.append(entry)
+            return None, log
+        grades, verdict = await grade_answer(plan.graders, case, attempt.output, plan.cwd)
+        entry.update(output=attempt.output, passed=verdict)
+        log.append(entry)
+        if verdict:
+            return number, log
+        if verdict is None:
+            return None, log
+        output = attempt.output or ""
+    return None, log
 
 
 async def run_trials(

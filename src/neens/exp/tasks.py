@@ -54,13 +54,39 @@ class Attempt:
 
 
 @dataclass(frozen=True, slots=True)
+class Feedback:
+    """What a later --seq attempt is told: its number, the answer before and why it failed."""
+
+    attempt: int
+    """2, 3, …: the first attempt gets no feedback."""
+    previous_output: str
+    reasons: str
+    """The failing graders' reasons, one per line as "name: reason"."""
+
+    def prompt(self, text: str) -> str:
+        """The input as an http task sends it with the feedback after it."""
+        return (
+            f"{text}\n\nYour previous answer was:\n{self.previous_output}\n\n"
+            f"It did not pass:\n{self.reasons}\n\nAnswer again."
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class TaskContext:
     experiment_id: str
     name: str
     cwd: Path
 
 
-async def run_command(task: CommandTask, case: Case, trial: int, context: TaskContext) -> Attempt:
+async def run_command(
+    task: CommandTask,
+    case: Case,
+    trial: int,
+    context: TaskContext,
+    feedback: Feedback | None = None,
+) -> Attempt:
+    """Run the command once. A --seq attempt after the first also gets $NEENS_ATTEMPT,
+    $NEENS_FEEDBACK (the failing graders' reasons) and $NEENS_PREVIOUS_OUTPUT."""
     from neens.exp.process import run_process
 
     text = case.input_text
@@ -71,8 +97,14 @@ async def run_command(task: CommandTask, case: Case, trial: int, context: TaskCo
         "NEENS_TRIAL": str(trial),
         "NEENS_EXPERIMENT_ID": context.experiment_id,
     }
-    if len(text) <= MAX_ENV_VALUE and "\x00" not in text:
-        env["NEENS_ITEM_INPUT"] = text
+    extra = {"NEENS_ITEM_INPUT": text}
+    if feedback is not None:
+        env["NEENS_ATTEMPT"] = str(feedback.attempt)
+        extra["NEENS_FEEDBACK"] = feedback.reasons
+        extra["NEENS_PREVIOUS_OUTPUT"] = feedback.previous_output
+    for name, value in extra.items():
+        if len(value) <= MAX_ENV_VALUE and "\x00" not in value:
+            env[name] = value
     started = time.monotonic()
     try:
         result = await run_process(
@@ -130,8 +162,10 @@ async def run_http(
     headers: dict[str, str],
     case: Case,
     context: TaskContext,
+    feedback: Feedback | None = None,
 ) -> Attempt:
-    """Call the endpoint once (`client` is an entered `neens.engine.agent_client.AgentClient`)."""
+    """Call the endpoint once (`client` is an entered `neens.engine.agent_client.AgentClient`).
+    A --seq attempt after the first sends the input followed by the feedback."""
     from neens.engine.agent_call import AgentCallFailed, AgentEndpoint, call_agent
 
     endpoint = AgentEndpoint(
@@ -146,7 +180,7 @@ async def run_http(
         reply = await call_agent(
             client,
             endpoint,
-            case.input_text,
+            case.input_text if feedback is None else feedback.prompt(case.input_text),
             run_id=context.experiment_id,
             item_id=case.id,
             version_label=context.name,

@@ -74,6 +74,8 @@ class TrialRow:
     started_at: datetime
     finished_at: datetime
     grades: tuple[GradeRow, ...] = ()
+    seq_passed_at: int | None = None
+    seq_log: list[Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,8 @@ class Tally:
     priced: int
     first_started_at: datetime | None
     last_finished_at: datetime | None
+    seq_passed: int = 0
+    """Case-trials that passed within their --seq attempts."""
 
 
 def _row(e: Experiment) -> ExperimentRow:
@@ -167,6 +171,8 @@ async def save_trial(db: Database, experiment_id: str, trial: TrialRow) -> None:
             attempts=trial.attempts,
             latency_ms=trial.latency_ms,
             cost_usd=trial.cost_usd,
+            seq_passed_at=trial.seq_passed_at,
+            seq_log=trial.seq_log,
             started_at=trial.started_at,
             finished_at=trial.finished_at,
         )
@@ -307,6 +313,8 @@ async def trials_of(db: Database, experiment_id: str, *, grades: bool = True) ->
             started_at=t.started_at,
             finished_at=t.finished_at,
             grades=tuple(by_trial.get(t.pk, ())),
+            seq_passed_at=t.seq_passed_at,
+            seq_log=t.seq_log,
         )
         for t in rows
     ]
@@ -327,6 +335,7 @@ async def tally(db: Database, experiment_ids: list[str]) -> dict[str, Tally]:
             func.count(t.cost_usd),
             func.min(t.started_at),
             func.max(t.finished_at),
+            func.count(t.seq_passed_at),
         )
         .where(t.experiment_id.in_(experiment_ids))
         .group_by(t.experiment_id)
@@ -344,6 +353,7 @@ async def tally(db: Database, experiment_ids: list[str]) -> dict[str, Tally]:
             priced=row[7],
             first_started_at=row[8],
             last_finished_at=row[9],
+            seq_passed=row[10],
         )
         for row in rows
     }

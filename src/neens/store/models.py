@@ -670,6 +670,11 @@ class ExperimentTrial(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     latency_ms: Mapped[float | None] = mapped_column(Float, default=None)
     cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
+    seq_passed_at: Mapped[int | None] = mapped_column(Integer, default=None)
+    """With --seq: the attempt (1, 2, …) at which the case-trial first passed; None if none did.
+    `passed` stays the first attempt's."""
+    seq_log: Mapped[list[Any] | None] = mapped_column(JsonType, default=None)
+    """With --seq: every attempt after the first, with the feedback it was given."""
     started_at: Mapped[datetime] = mapped_column()
     finished_at: Mapped[datetime] = mapped_column()
 

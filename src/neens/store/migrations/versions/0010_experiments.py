@@ -92,6 +92,12 @@ def upgrade() -> None:
         sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("latency_ms", sa.Float(), nullable=True),
         sa.Column("cost_usd", sa.Float(), nullable=True),
+        sa.Column("seq_passed_at", sa.Integer(), nullable=True),
+        sa.Column(
+            "seq_log",
+            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            nullable=True,
+        ),
         sa.Column("started_at", neens.store.types.UtcDateTime(timezone=True), nullable=False),
         sa.Column("finished_at", neens.store.types.UtcDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
