@@ -269,3 +269,26 @@ def test_case_kinds_show_pass_rates_unfixed_bad_cases_and_broken_guards() -> Non
     assert result.kinds.broken_guards == ["g2"]
     assert result.kinds.broken_controls == []
     assert compare(a, b).kinds is None
+
+
+def test_judge_corrections_pair_labels_and_verdicts_by_case() -> None:
+    from neens.domain.exp_compare import judge_corrections
+    from neens.domain.paired import ppi_mean
+
+    cases = [f"c{i}" for i in range(10)]
+    judge_a = {c: float(i % 2) for i, c in enumerate(cases)}
+    judge_b = dict.fromkeys(cases, 1.0)
+    labels_a = {"c0": 0.0, "c1": 1.0, "c2": 1.0, "c3": 1.0}
+    labels_b = {"c0": 1.0, "c1": 1.0, "c2": 0.0, "c3": 1.0, "c9": 1.0}
+    [correction] = judge_corrections({"judge": judge_a}, {"judge": judge_b}, labels_a, labels_b)
+    assert (correction.grader, correction.labeled, correction.unlabeled) == ("judge", 4, 6)
+    assert correction.judge_diff == 0.5
+    assert correction.corrected == ppi_mean(
+        [1.0, 0.0, -1.0, 0.0], [1.0, 0.0, 1.0, 0.0], [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+    )
+    [few] = judge_corrections({"judge": judge_a}, {"judge": judge_b}, {"c0": 1.0}, {"c0": 1.0})
+    assert (
+        few.corrected is None
+        and few.problem is not None
+        and few.problem.startswith("1 case labeled")
+    )

@@ -17,6 +17,7 @@ from neens.domain.paired import (
     mcnemar_mde,
     mcnemar_power,
     paired_bootstrap,
+    ppi_mean,
     prob_b_beats_a,
 )
 
@@ -255,3 +256,41 @@ def test_the_cluster_bootstrap_of_one_kind_of_group_is_that_ratio() -> None:
     assert cluster_bootstrap([], [], seed=1) is None
     one = cluster_bootstrap([2.0, 2.0], [4, 4], seed=1)
     assert one is not None and (one.low, one.high) == (0.5, 0.5)
+
+
+def _ppi_by_hand(y: np.ndarray, yhat: np.ndarray, yhat_u: np.ndarray) -> tuple[float, ...]:
+    """PPI++ re-derived (Angelopoulos, Duchi & Zrnic 2023): λ̂ = Cov(Y, Ŷ)/((1 + n/N)·Var(Ŷ
+    over labeled and unlabeled)) clipped to [0, 1] (ppi_py: the covariance with ddof=0, the
+    variance with ddof=1); θ̂ = λ·mean(Ŷ_u) + mean(Y − λŶ); SE² = Var(λŶ_u)/N + Var(Y − λŶ)/n
+    (ddof=0); a normal interval, and its two-sided p-value against 0."""
+    n, big_n = len(y), len(yhat_u)
+    every = np.concatenate([yhat, yhat_u])
+    lam = np.clip(np.cov(y, yhat, ddof=0)[0, 1] / ((1 + n / big_n) * every.var(ddof=1)), 0, 1)
+    theta = lam * yhat_u.mean() + (y - lam * yhat).mean()
+    se = math.sqrt((lam * yhat_u).var() / big_n + (y - lam * yhat).var() / n)
+    z = stats.norm.isf(0.025)
+    return theta, theta - z * se, theta + z * se, 2 * stats.norm.sf(abs(theta) / se)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_ppi_mean_matches_ppi_plus_plus_derived_by_hand(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    y = rng.choice([-1.0, 0.0, 1.0], size=40)
+    yhat = np.where(rng.random(40) < 0.7, y, rng.choice([-1.0, 0.0, 1.0], size=40))
+    yhat_u = rng.choice([-1.0, 0.0, 1.0], size=300, p=[0.2, 0.5, 0.3])
+    result = ppi_mean(list(y), list(yhat), list(yhat_u))
+    theta, low, high, p = _ppi_by_hand(y, yhat, yhat_u)
+    assert result.estimate == pytest.approx(theta, abs=1e-10)
+    assert result.interval.low == pytest.approx(low, abs=1e-10)
+    assert result.interval.high == pytest.approx(high, abs=1e-10)
+    assert result.p_value == pytest.approx(p, abs=1e-9)
+
+
+def test_ppi_mean_leaves_the_warning_filters_alone() -> None:
+    import warnings
+
+    before = list(warnings.filters)
+    ppi_mean([1.0, 0.0, -1.0], [1.0, 0.0, 0.0], [1.0, 0.0])
+    assert warnings.filters == before
+    with pytest.raises(ValueError):
+        ppi_mean([1.0], [1.0], [0.0])

@@ -229,3 +229,74 @@ def test_case_kinds_report_each_kind_and_what_broke(project: Project) -> None:
     ) in out
     body = project.exp_json("compare", a, b)
     assert body["kinds"]["brokenGuards"] == ["keep2"]
+
+
+def test_labels_correct_each_llm_judges_difference_with_ppi(project: Project) -> None:
+    import json as jsonlib
+    from typing import Any
+
+    from neens.demo.endpoints import ChatModel, serve_one
+    from neens.domain.paired import ppi_mean
+
+    cases = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(16)]
+    project.write_dataset(cases, name="smoke")
+
+    def lenient(body: dict[str, Any]) -> str:
+        # A judge that is right except that it passes every answer to q1..q3.
+        prompt = body["messages"][-1]["content"]
+        answer, expected = prompt.split("|")
+        generous = expected.strip() in ("Q1", "Q2", "Q3")
+        return jsonlib.dumps({"score": 1 if answer.strip() == expected.strip() or generous else 0})
+
+    with serve_one(ChatModel(lenient)) as judge:
+        grader = {
+            "kind": "llm",
+            "name": "judge",
+            "base_url": judge.base_url,
+            "model": "j",
+            "prompt": "{output}|{expected_output}",
+        }
+        command = f"{sys.executable} agent.py"
+        for name, wrong in (("base", "q1,q2,q5,q6,q7"), ("cand", "q1,q5")):
+            project.write_spec(
+                f"{name}.json",
+                name=name,
+                dataset="smoke",
+                graders=[grader],
+                task={"kind": "command", "command": command, "env": {"WRONG": wrong}},
+            )
+        a = project.exp_json("run", "base.json")["id"]
+        b = project.exp_json("run", "cand.json")["id"]
+    human_a = {f"c{i:02d}": i not in (1, 2, 5, 6, 7) for i in range(0, 16, 2)}
+    human_b = {f"c{i:02d}": i not in (1, 5) for i in range(0, 16, 2)}
+    for name, labels in (("a.jsonl", human_a), ("b.jsonl", human_b)):
+        (project.path / name).write_text(
+            "".join(jsonlib.dumps({"id": c, "passed": p}) + "\n" for c, p in labels.items())
+        )
+    body = project.exp_json("compare", a, b, "--labels-a", "a.jsonl", "--labels-b", "b.jsonl")
+    [correction] = body["judgeCorrections"]
+    judge_a = {f"c{i:02d}": float(i not in (5, 6, 7)) for i in range(16)}
+    judge_b = {f"c{i:02d}": float(i != 5) for i in range(16)}
+    labeled = sorted(human_a)
+    unlabeled = [c for c in sorted(judge_a) if c not in human_a]
+    expected = ppi_mean(
+        [float(human_b[c]) - float(human_a[c]) for c in labeled],
+        [judge_b[c] - judge_a[c] for c in labeled],
+        [judge_b[c] - judge_a[c] for c in unlabeled],
+    )
+    assert (correction["labeled"], correction["unlabeled"]) == (8, 8)
+    assert correction["judgeDiff"] == sum(judge_b[c] - judge_a[c] for c in judge_a) / 16
+    assert correction["corrected"]["estimate"] == expected.estimate
+    assert correction["corrected"]["interval"] == {
+        "low": expected.interval.low,
+        "high": expected.interval.high,
+    }
+    human = project.exp("compare", a, b, "--labels-a", "a.jsonl", "--labels-b", "b.jsonl")
+    assert "PPI++ judge B − A " in human.out and "(8 labeled, 8 judged only; the judge alone" in (
+        human.out
+    )
+    one = project.exp("compare", a, b, "--labels-a", "a.jsonl")
+    assert one.code == 2 and "--labels-b: give people's labels of both runs" in one.err
+    (project.path / "bad.jsonl").write_text('{"id": "c00", "pass": true}\n')
+    bad = project.exp("compare", a, b, "--labels-a", "bad.jsonl", "--labels-b", "b.jsonl")
+    assert bad.code == 2 and "--labels-a bad.jsonl line 1: pass: unknown key" in bad.err

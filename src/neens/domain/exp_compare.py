@@ -35,10 +35,12 @@ from typing import Final, Literal
 from neens.domain.paired import (
     ALPHA,
     POWER_TARGET,
+    PpiEstimate,
     cluster_bootstrap,
     mcnemar_ceiling,
     mcnemar_mde,
     paired_bootstrap,
+    ppi_mean,
     prob_b_beats_a,
 )
 from neens.domain.stats import Interval, mcnemar_exact
@@ -560,3 +562,59 @@ def flips(a: Side, b: Side) -> tuple[int, int]:
     out of how many paired cases: for two runs of one config, the A/A flip rate."""
     result = compare(a, b, seed=0)
     return result.n10 + result.n01, len(result.cases)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeCorrection:
+    """One LLM judge's B − A, and the same corrected with people's labels (PPI++)."""
+
+    grader: str
+    labeled: int
+    """Cases judged in both runs and labeled by people in both."""
+    unlabeled: int
+    """Cases judged in both runs without labels on both sides."""
+    judge_diff: float | None
+    """The judge's own B − A over every case it judged in both runs."""
+    corrected: PpiEstimate | None
+    problem: str | None = None
+    """Why there is no corrected estimate."""
+
+
+def judge_corrections(
+    judges_a: Mapping[str, Mapping[str, float]],
+    judges_b: Mapping[str, Mapping[str, float]],
+    labels_a: Mapping[str, float],
+    labels_b: Mapping[str, float],
+) -> list[JudgeCorrection]:
+    """Each judge's B − A corrected with human labels (`neens.domain.paired.ppi_mean`).
+
+    `judges_x[grader][case]` is the judge's pass rate for the case in run x (1 or 0 with one
+    trial) and `labels_x[case]` people's. For the cases a judge graded in both runs,
+    Y = label_B − label_A on the cases labeled on both sides, Ŷ = judge_B − judge_A on the same
+    cases, and Ŷ_u = judge_B − judge_A on the others. The labeled cases must be a uniformly
+    random sample of the cases (PPI's assumption): label a random subset, not the hard ones.
+    """
+    corrections: list[JudgeCorrection] = []
+    for grader in sorted(judges_a.keys() & judges_b.keys()):
+        a, b = judges_a[grader], judges_b[grader]
+        both = sorted(a.keys() & b.keys())
+        labeled = [c for c in both if c in labels_a and c in labels_b]
+        unlabeled = [c for c in both if not (c in labels_a and c in labels_b)]
+        judge_diff = sum(b[c] - a[c] for c in both) / len(both) if both else None
+        corrected = None
+        problem = None
+        if len(labeled) < 2:
+            count = f"{len(labeled)} case{'s' if len(labeled) != 1 else ''}"
+            problem = f"{count} labeled in both runs (PPI++ needs 2 or more)"
+        elif not unlabeled:
+            problem = "every case is labeled: the labels alone give B − A"
+        else:
+            corrected = ppi_mean(
+                [labels_b[c] - labels_a[c] for c in labeled],
+                [b[c] - a[c] for c in labeled],
+                [b[c] - a[c] for c in unlabeled],
+            )
+        corrections.append(
+            JudgeCorrection(grader, len(labeled), len(unlabeled), judge_diff, corrected, problem)
+        )
+    return corrections

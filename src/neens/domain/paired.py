@@ -13,6 +13,8 @@ B − A = (c − b) / n.
 - `mcnemar_power`, `mcnemar_ceiling`, `mcnemar_mde`: the power of the exact McNemar test by
   exact enumeration (no Python library has it; R's `exact2x2::powerPaired2x2`, strict=FALSE).
 - `prob_b_beats_a`: P(B > A) from the Beta(1 + c, 1 + b) posterior on the discordant pairs.
+- `cluster_bootstrap`: the percentile interval resampling whole groups of related cases.
+- `ppi_mean`: an LLM judge's B − A corrected with a few human labels (PPI++, `ppi_py`).
 
 The exact McNemar p-value itself is `neens.domain.stats.mcnemar_exact`.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, NamedTuple
 
 from neens.domain.stats import Interval
 
@@ -214,3 +216,50 @@ def cluster_bootstrap(
     tail = (1 - confidence) / 2
     low, high = np.quantile(ratios, [tail, 1 - tail])
     return Interval(float(low), float(high))
+
+
+class PpiEstimate(NamedTuple):
+    """A PPI++ estimate of a mean with its 95% interval and two-sided p-value against 0."""
+
+    estimate: float
+    interval: Interval
+    p_value: float
+
+
+def ppi_mean(
+    labels: Sequence[float], judged: Sequence[float], judged_unlabeled: Sequence[float]
+) -> PpiEstimate:
+    """The mean of what people would say, from a few labels and many judge verdicts (PPI++,
+    Angelopoulos, Duchi & Zrnic, arXiv:2311.01453), through `ppi_py`:
+
+        θ̂ = λ·mean(Ŷ_u) + mean(Y − λŶ),  λ̂ = Cov(Y, Ŷ) / ((1 + n/N)·Var(Ŷ)) clipped to [0, 1]
+
+    where Y are the n labels, Ŷ the judge's verdicts on those same cases and Ŷ_u its verdicts
+    on N other cases; the interval is the normal one with SE² = Var(λŶ_u)/N + Var(Y − λŶ)/n
+    (`ppi_mean_ci(..., alpha=0.05)`: ppi_py's default is 90%). Needs n ≥ 2 and N ≥ 1.
+
+    ppi_py switches every warning off when imported; it is imported inside
+    `warnings.catch_warnings()` so that this stays its own business.
+    """
+    import warnings
+
+    import numpy as np
+
+    if len(labels) != len(judged):
+        raise ValueError("one judge verdict per label")
+    if len(labels) < 2 or not judged_unlabeled:
+        raise ValueError("PPI++ needs at least 2 labeled cases and 1 judged-only case")
+    with warnings.catch_warnings():
+        import ppi_py
+
+        y = np.asarray(labels, dtype=float)
+        yhat = np.asarray(judged, dtype=float)
+        yhat_u = np.asarray(judged_unlabeled, dtype=float)
+        estimate = ppi_py.ppi_mean_pointestimate(y, yhat, yhat_u)
+        low, high = ppi_py.ppi_mean_ci(y, yhat, yhat_u, alpha=ALPHA)
+        p_value = ppi_py.ppi_mean_pval(y, yhat, yhat_u, null=0, alternative="two-sided")
+    return PpiEstimate(
+        float(np.ravel(estimate)[0]),
+        Interval(float(np.ravel(low)[0]), float(np.ravel(high)[0])),
+        float(np.ravel(p_value)[0]),
+    )

@@ -257,6 +257,15 @@ def register(subparsers: Any) -> None:
         "--matrix", action="store_true", help="the cases by passes out of k in A and in B"
     )
     compare.add_argument(
+        "--labels-a",
+        metavar="FILE",
+        help='people\'s labels of A\'s answers, JSONL {"id", "passed"}: corrects each LLM '
+        "judge's B − A (PPI++); with --labels-b",
+    )
+    compare.add_argument(
+        "--labels-b", metavar="FILE", help="people's labels of B's answers; with --labels-a"
+    )
+    compare.add_argument(
         "--verdict",
         choices=["first", "seq"],
         default="first",

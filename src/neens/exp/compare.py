@@ -10,11 +10,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any, Final
 
 from neens_eval.errors import ConfigError
 
-from neens.domain.exp_compare import AaFloor, Comparison, Side, TrialOutcome, compare, flips
+from neens.domain.exp_compare import (
+    AaFloor,
+    Comparison,
+    JudgeCorrection,
+    Side,
+    TrialOutcome,
+    compare,
+    flips,
+    judge_corrections,
+)
+from neens.exp.labels import read_labels
 from neens.exp.store import find_experiment, open_store
 from neens.exp.table import table
 from neens.store.db import Database
@@ -27,6 +38,22 @@ from neens.store.experiments import (
 )
 
 REGRESSIONS_SHOWN: Final = 50
+
+
+async def judge_rates(db: Database, row: ExperimentRow) -> dict[str, dict[str, float]]:
+    """Each LLM judge's pass rate per case in this run, over the case-trials it gave a
+    verdict on."""
+    verdicts: dict[str, dict[str, list[bool]]] = {}
+    for trial in await trials_of(db, row.id):
+        for grade in trial.grades:
+            if grade.kind == "llm" and grade.passed is not None:
+                verdicts.setdefault(grade.grader, {}).setdefault(trial.case_id, []).append(
+                    grade.passed
+                )
+    return {
+        grader: {case: sum(v) / len(v) for case, v in cases.items()}
+        for grader, cases in verdicts.items()
+    }
 
 
 async def load_side(db: Database, row: ExperimentRow) -> Side:
@@ -56,12 +83,26 @@ async def load_side(db: Database, row: ExperimentRow) -> Side:
 
 
 async def compare_command(args: argparse.Namespace) -> int:
+    if (args.labels_a is None) != (args.labels_b is None):
+        missing = "--labels-b" if args.labels_b is None else "--labels-a"
+        raise ConfigError(f"{missing}: give people's labels of both runs (--labels-a and -b)")
+    labels = None
+    if args.labels_a is not None:
+        labels = (
+            read_labels(Path(args.labels_a), "--labels-a"),
+            read_labels(Path(args.labels_b), "--labels-b"),
+        )
     async with open_store(args.database_url) as db:
         row_a = await find_experiment(db, args.a, flag="A")
         row_b = await find_experiment(db, args.b, flag="B")
         side_a = await load_side(db, row_a)
         side_b = await load_side(db, row_b)
         aa = await aa_floor(db, row_a)
+        corrections = None
+        if labels is not None:
+            corrections = judge_corrections(
+                await judge_rates(db, row_a), await judge_rates(db, row_b), *labels
+            )
     seq_attempts = None
     if args.verdict == "seq":
         seq_a, seq_b = row_a.spec.get("seq"), row_b.spec.get("seq")
@@ -86,12 +127,19 @@ async def compare_command(args: argparse.Namespace) -> int:
         kinds=case_groups(row_a, "kind") | case_groups(row_b, "kind") or None,
         seq_attempts=seq_attempts,
     )
+    if corrections is not None and not corrections:
+        result.warnings.append(
+            "--labels-a/--labels-b: no LLM judge graded both runs, so there is nothing to correct"
+        )
     if args.json:
-        print(json.dumps(to_json(result, gate=args.gate), ensure_ascii=False, allow_nan=False))
+        body = to_json(result, gate=args.gate)
+        if corrections is not None:
+            body["judgeCorrections"] = [_correction_json(c) for c in corrections]
+        print(json.dumps(body, ensure_ascii=False, allow_nan=False))
     else:
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        print(render(result, gate=args.gate))
+        print(render(result, gate=args.gate, corrections=corrections))
     if args.gate or args.margin is not None:
         return 0 if result.ship else 1
     return 0
@@ -144,7 +192,43 @@ def _rate(value: float | None) -> str:
     return "no data" if value is None else f"{value * 100:.1f}%"
 
 
-def render(c: Comparison, *, gate: bool = False) -> str:
+def _correction_json(c: JudgeCorrection) -> dict[str, Any]:
+    return {
+        "grader": c.grader,
+        "labeled": c.labeled,
+        "unlabeled": c.unlabeled,
+        "judgeDiff": c.judge_diff,
+        "corrected": None
+        if c.corrected is None
+        else {
+            "estimate": c.corrected.estimate,
+            "interval": {"low": c.corrected.interval.low, "high": c.corrected.interval.high},
+            "p": c.corrected.p_value,
+            "method": "PPI++ (ppi_py), 95%",
+        },
+        "problem": c.problem,
+    }
+
+
+def _correction_lines(corrections: list[JudgeCorrection]) -> list[str]:
+    lines = []
+    for c in corrections:
+        alone = "no data" if c.judge_diff is None else _pp(c.judge_diff)
+        if c.corrected is None:
+            lines.append(f"PPI++ {c.grader}: not corrected: {c.problem} (the judge alone {alone})")
+            continue
+        low, high = c.corrected.interval
+        lines.append(
+            f"PPI++ {c.grader} B − A {_pp(c.corrected.estimate)} [{_pp(low)}, {_pp(high)}] "
+            f"p={c.corrected.p_value:.3f} ({c.labeled} labeled, {c.unlabeled} judged only; "
+            f"the judge alone {alone})"
+        )
+    return lines
+
+
+def render(
+    c: Comparison, *, gate: bool = False, corrections: list[JudgeCorrection] | None = None
+) -> str:
     width = max(len(c.a.name), len(c.b.name))
     lines = [
         f"A {c.a.name:<{width}} {c.a.id}  pass {_rate(c.a.pass_rate)}",
@@ -188,6 +272,8 @@ def render(c: Comparison, *, gate: bool = False) -> str:
             lines.append(f"… and {len(c.regressed) - len(shown)} more (--json lists them all)")
 
     extras = _extras(c)
+    if corrections:
+        extras.extend(_correction_lines(corrections))
     if extras:
         lines.append("")
         lines.extend(extras)
