@@ -292,3 +292,25 @@ def test_judge_corrections_pair_labels_and_verdicts_by_case() -> None:
         and few.problem is not None
         and few.problem.startswith("1 case labeled")
     )
+
+
+def test_a_pairwise_judge_counts_a_preference_only_when_both_orders_agree() -> None:
+    from scipy.stats import binomtest
+
+    from neens.domain.exp_compare import PairwiseVerdict, pairwise_summary
+    from neens.domain.stats import wilson_interval
+
+    verdicts = (
+        [PairwiseVerdict(f"b{i}", 0, "second", "first") for i in range(7)]
+        + [PairwiseVerdict("a1", 0, "first", "second")]
+        + [PairwiseVerdict("t1", 0, "tie", "tie")]
+        + [PairwiseVerdict("p1", 0, "first", "first"), PairwiseVerdict("p2", 0, "tie", "first")]
+        + [PairwiseVerdict("n1", 0, None, "first")]
+    )
+    summary = pairwise_summary("pref", verdicts)
+    assert (summary.b_wins, summary.a_wins, summary.ties) == (7, 1, 1)
+    assert (summary.order_dependent, summary.unjudged) == (2, 1)
+    assert summary.p_value == pytest.approx(binomtest(7, 8, 0.5).pvalue, rel=1e-12)
+    assert summary.b_share == 7 / 8 and summary.b_share_interval == wilson_interval(7, 8)
+    empty = pairwise_summary("pref", [PairwiseVerdict("t", 0, "tie", "tie")])
+    assert empty.p_value is None and empty.b_share is None and empty.b_share_interval is None

@@ -300,3 +300,60 @@ def test_labels_correct_each_llm_judges_difference_with_ppi(project: Project) ->
     (project.path / "bad.jsonl").write_text('{"id": "c00", "pass": true}\n')
     bad = project.exp("compare", a, b, "--labels-a", "bad.jsonl", "--labels-b", "b.jsonl")
     assert bad.code == 2 and "--labels-a bad.jsonl line 1: pass: unknown key" in bad.err
+
+
+def test_pairwise_judges_see_both_answers_in_both_orders(project: Project) -> None:
+    import json as jsonlib
+    import re
+    from typing import Any
+
+    from neens.demo.endpoints import ChatModel, serve
+
+    cases = [{"id": f"c{i}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(6)]
+    a, b = _two_runs(project, "", cases)
+    project.write_spec(
+        "worse.json",
+        name="worse",
+        dataset="smoke",
+        task={
+            "kind": "command",
+            "command": f"{sys.executable} agent.py",
+            "env": {"WRONG": "q0,q1,q2,q3"},
+        },
+    )
+    worse = project.exp_json("run", "worse.json")["id"]
+
+    def fair(body: dict[str, Any]) -> str:
+        prompt = body["messages"][-1]["content"]
+        first, second = re.findall(r"Answer [12]:\n(.*)\n", prompt)
+        label = "tie" if first == second else ("second" if first == "wrong" else "first")
+        return jsonlib.dumps({"label": label, "reason": "compared"})
+
+    biased = ChatModel(
+        '{"label": "first", "reason": "the first one"}', path="/biased/v1/chat/completions"
+    )
+    judge = ChatModel(fair)
+    with serve(judge, biased):
+        (project.path / "fair.json").write_text(
+            jsonlib.dumps({"name": "fair", "base_url": judge.base_url, "model": "j"})
+        )
+        (project.path / "biased.json").write_text(
+            jsonlib.dumps({"name": "biased", "base_url": biased.base_url, "model": "j"})
+        )
+        body = project.exp_json(
+            "compare", worse, a, "--pairwise", "fair.json", "--pairwise", "biased.json"
+        )
+        human = project.exp("compare", worse, a, "--pairwise", "fair.json")
+    fair_result, biased_result = body["pairwise"]
+    assert (fair_result["bWins"], fair_result["aWins"], fair_result["ties"]) == (4, 0, 2)
+    assert fair_result["signTestP"] == 0.125
+    assert biased_result["orderDependent"] == 6 and biased_result["bWins"] == 0
+    assert judge.call_count == 2 * 6 * 2  # both orders, every case, two compares
+    assert (
+        "pairwise fair: B preferred 4, A 0, tie 2, order-dependent 0 of 6 pairs (both orders)"
+        in human.out
+    )
+    (project.path / "bad.json").write_text('{"model": "j", "url": "http://x"}')
+    bad = project.exp("compare", worse, a, "--pairwise", "bad.json")
+    assert bad.code == 2 and "--pairwise bad.json: url: unknown key" in bad.err
+    del b

@@ -618,3 +618,72 @@ def judge_corrections(
             JudgeCorrection(grader, len(labeled), len(unlabeled), judge_diff, corrected, problem)
         )
     return corrections
+
+
+@dataclass(frozen=True, slots=True)
+class PairwiseVerdict:
+    """A pairwise judge's labels for one case-trial: with A's answer shown first, then B's."""
+
+    case_id: str
+    trial: int
+    a_first: str | None
+    """"first" (A better), "second" (B better), "tie", or None (no label)."""
+    b_first: str | None
+    """"first" (B better), "second" (A better), "tie", or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class PairwiseSummary:
+    judge: str
+    b_wins: int
+    a_wins: int
+    ties: int
+    order_dependent: int
+    """The two orders disagreed: the judge preferred a position, not an answer."""
+    unjudged: int
+    p_value: float | None
+    """Two-sided sign test of B's wins against A's (ties and the rest left out)."""
+    b_share: float | None
+    """B's share of the decided pairs."""
+    b_share_interval: Interval | None
+
+
+def pairwise_summary(judge: str, verdicts: Sequence[PairwiseVerdict]) -> PairwiseSummary:
+    """Who a pairwise judge preferred, asked in both orders.
+
+    A pair is B's when B wins in both orders ("second" with A first, "first" with B first), A's
+    when A wins in both, a tie when both say tie, unjudged when a label is missing, and order
+    dependent otherwise. B's wins against A's get the exact sign test
+    (`scipy.stats.binomtest(b_wins, b_wins + a_wins, 0.5)`) and B's share its Wilson interval.
+    """
+    from neens.domain.stats import wilson_interval
+
+    b_wins = a_wins = ties = order_dependent = unjudged = 0
+    for v in verdicts:
+        if v.a_first is None or v.b_first is None:
+            unjudged += 1
+        elif v.a_first == "second" and v.b_first == "first":
+            b_wins += 1
+        elif v.a_first == "first" and v.b_first == "second":
+            a_wins += 1
+        elif v.a_first == "tie" and v.b_first == "tie":
+            ties += 1
+        else:
+            order_dependent += 1
+    decided = b_wins + a_wins
+    p_value = None
+    if decided:
+        from scipy.stats import binomtest
+
+        p_value = float(binomtest(b_wins, decided, 0.5).pvalue)
+    return PairwiseSummary(
+        judge=judge,
+        b_wins=b_wins,
+        a_wins=a_wins,
+        ties=ties,
+        order_dependent=order_dependent,
+        unjudged=unjudged,
+        p_value=p_value,
+        b_share=b_wins / decided if decided else None,
+        b_share_interval=wilson_interval(b_wins, decided),
+    )

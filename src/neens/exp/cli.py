@@ -257,6 +257,13 @@ def register(subparsers: Any) -> None:
         "--matrix", action="store_true", help="the cases by passes out of k in A and in B"
     )
     compare.add_argument(
+        "--pairwise",
+        metavar="JUDGE_JSON",
+        action="append",
+        default=[],
+        help="an LLM judge that sees both answers, in both orders (repeat to ask several)",
+    )
+    compare.add_argument(
         "--labels-a",
         metavar="FILE",
         help='people\'s labels of A\'s answers, JSONL {"id", "passed"}: corrects each LLM '

@@ -19,13 +19,17 @@ from neens.domain.exp_compare import (
     AaFloor,
     Comparison,
     JudgeCorrection,
+    PairwiseSummary,
     Side,
     TrialOutcome,
     compare,
     flips,
     judge_corrections,
+    pairwise_summary,
 )
+from neens.exp.datasets import Case
 from neens.exp.labels import read_labels
+from neens.exp.pairwise import judge_pairs, read_judge
 from neens.exp.store import find_experiment, open_store
 from neens.exp.table import table
 from neens.store.db import Database
@@ -86,6 +90,7 @@ async def compare_command(args: argparse.Namespace) -> int:
     if (args.labels_a is None) != (args.labels_b is None):
         missing = "--labels-b" if args.labels_b is None else "--labels-a"
         raise ConfigError(f"{missing}: give people's labels of both runs (--labels-a and -b)")
+    judges = [read_judge(Path(path), i) for i, path in enumerate(args.pairwise)]
     labels = None
     if args.labels_a is not None:
         labels = (
@@ -98,6 +103,10 @@ async def compare_command(args: argparse.Namespace) -> int:
         side_a = await load_side(db, row_a)
         side_b = await load_side(db, row_b)
         aa = await aa_floor(db, row_a)
+        preferences = [
+            pairwise_summary(judge.name, await judge_pairs(judge, await _pairs(db, row_a, row_b)))
+            for judge in judges
+        ]
         corrections = None
         if labels is not None:
             corrections = judge_corrections(
@@ -135,11 +144,13 @@ async def compare_command(args: argparse.Namespace) -> int:
         body = to_json(result, gate=args.gate)
         if corrections is not None:
             body["judgeCorrections"] = [_correction_json(c) for c in corrections]
+        if judges:
+            body["pairwise"] = [_pairwise_json(p) for p in preferences]
         print(json.dumps(body, ensure_ascii=False, allow_nan=False))
     else:
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        print(render(result, gate=args.gate, corrections=corrections))
+        print(render(result, gate=args.gate, corrections=corrections, pairwise=preferences))
     if args.gate or args.margin is not None:
         return 0 if result.ship else 1
     return 0
@@ -226,8 +237,66 @@ def _correction_lines(corrections: list[JudgeCorrection]) -> list[str]:
     return lines
 
 
+async def _pairs(
+    db: Database, row_a: ExperimentRow, row_b: ExperimentRow
+) -> list[tuple[Case, int, str, str]]:
+    """Every case-trial both runs answered, with both answers, in case and trial order."""
+    cases = {body["id"]: Case.from_json(body) for body in row_a.cases}
+    answers_a = {
+        (t.case_id, t.trial): t.output
+        for t in await trials_of(db, row_a.id, grades=False)
+        if t.output is not None
+    }
+    pairs = []
+    for t in await trials_of(db, row_b.id, grades=False):
+        a = answers_a.get((t.case_id, t.trial))
+        if a is not None and t.output is not None and t.case_id in cases:
+            pairs.append((cases[t.case_id], t.trial, a, t.output))
+    return pairs
+
+
+def _pairwise_json(p: PairwiseSummary) -> dict[str, Any]:
+    return {
+        "judge": p.judge,
+        "bWins": p.b_wins,
+        "aWins": p.a_wins,
+        "ties": p.ties,
+        "orderDependent": p.order_dependent,
+        "unjudged": p.unjudged,
+        "signTestP": p.p_value,
+        "bShare": p.b_share,
+        "bShareInterval": None
+        if p.b_share_interval is None
+        else {"low": p.b_share_interval.low, "high": p.b_share_interval.high},
+    }
+
+
+def _pairwise_lines(preferences: list[PairwiseSummary]) -> list[str]:
+    lines = []
+    for p in preferences:
+        total = p.b_wins + p.a_wins + p.ties + p.order_dependent + p.unjudged
+        line = (
+            f"pairwise {p.judge}: B preferred {p.b_wins}, A {p.a_wins}, tie {p.ties}, "
+            f"order-dependent {p.order_dependent}"
+            + (f", unjudged {p.unjudged}" if p.unjudged else "")
+            + f" of {total} pairs (both orders)"
+        )
+        if p.b_share is not None and p.b_share_interval is not None:
+            low, high = p.b_share_interval
+            line += (
+                f"; B's share {_rate(p.b_share)} [{_rate(low)}, {_rate(high)}], "
+                f"sign test p={p.p_value:.3f}"
+            )
+        lines.append(line)
+    return lines
+
+
 def render(
-    c: Comparison, *, gate: bool = False, corrections: list[JudgeCorrection] | None = None
+    c: Comparison,
+    *,
+    gate: bool = False,
+    corrections: list[JudgeCorrection] | None = None,
+    pairwise: list[PairwiseSummary] | None = None,
 ) -> str:
     width = max(len(c.a.name), len(c.b.name))
     lines = [
@@ -274,6 +343,8 @@ def render(
     extras = _extras(c)
     if corrections:
         extras.extend(_correction_lines(corrections))
+    if pairwise:
+        extras.extend(_pairwise_lines(pairwise))
     if extras:
         lines.append("")
         lines.extend(extras)
