@@ -51,5 +51,6 @@ bench: install ## Run the benchmarks (each prints a ratio against its baseline)
 	$(BIN)/python bench/push_run.py
 	$(BIN)/python bench/reads.py
 	$(BIN)/python bench/sweep.py
+	$(BIN)/python bench/exp_compare.py
 
 .PHONY: help install serve test check format openapi bench
