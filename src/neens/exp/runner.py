@@ -33,7 +33,7 @@ from neens.exp.tasks import (
     run_http,
 )
 from neens.store.db import Database
-from neens.store.experiments import GradeRow, TrialRow, save_trial
+from neens.store.experiments import GradeRow, TrialRow, TrialWriter
 from neens.store.types import utcnow
 
 RETRY_BASE_S: Final = 0.5
@@ -149,7 +149,7 @@ async def grade_answer(
 
 
 async def run_one(
-    db: Database, plan: Plan, caller: Caller, case: Case, trial: int, limits: RunLimits
+    writer: TrialWriter, plan: Plan, caller: Caller, case: Case, trial: int, limits: RunLimits
 ) -> TrialRow:
     """Run, grade and save one case-trial."""
     started = utcnow()
@@ -181,7 +181,7 @@ async def run_one(
         seq_passed_at=seq_passed_at,
         seq_log=seq_log,
     )
-    await save_trial(db, caller.context.experiment_id, row)
+    await writer.save(caller.context.experiment_id, row)
     return row
 
 
@@ -233,10 +233,11 @@ async def run_trials(
     """Run every (caller index, case, trial) of `todo`, `limits.concurrency` at a time, in
     order. One caller per experiment being run: one for `exp run`, two for `exp aa`."""
     queue = iter(todo)
+    writer = TrialWriter(db)
 
     async def worker() -> None:
         for index, case, trial in queue:
-            row = await run_one(db, plan, callers[index], case, trial, limits)
+            row = await run_one(writer, plan, callers[index], case, trial, limits)
             progress.advance(error=row.status == "error", cost_usd=row.cost_usd)
 
     async with contextlib.AsyncExitStack() as stack:

@@ -3,11 +3,12 @@ them back, and the Neens dataset versions an experiment may run on."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, delete, func, select, update
+from sqlalchemy import case, delete, func, insert, select, tuple_, update
 
 from neens.store.db import Database
 from neens.store.models import (
@@ -149,50 +150,106 @@ async def create_experiment(db: Database, row: ExperimentRow) -> None:
 
 
 async def save_trial(db: Database, experiment_id: str, trial: TrialRow) -> None:
-    """Save one finished case-trial and its grades in one transaction, replacing an earlier
-    row of the same case and trial (an error run again with --retry-errors)."""
+    """Save one finished case-trial and its grades (`save_trials` of one)."""
+    await save_trials(db, [(experiment_id, trial)])
+
+
+async def save_trials(db: Database, trials: list[tuple[str, TrialRow]]) -> None:
+    """Save finished case-trials and their grades in one transaction, each replacing an earlier
+    row of the same experiment, case and trial (an error run again with --retry-errors)."""
+    if not trials:
+        return
+    keys = [(experiment_id, t.case_id, t.trial) for experiment_id, t in trials]
     async with db.write() as s:
         await s.execute(
             delete(ExperimentTrial).where(
-                ExperimentTrial.experiment_id == experiment_id,
-                ExperimentTrial.case_id == trial.case_id,
-                ExperimentTrial.trial == trial.trial,
+                tuple_(
+                    ExperimentTrial.experiment_id, ExperimentTrial.case_id, ExperimentTrial.trial
+                ).in_(keys)
             )
         )
-        row = ExperimentTrial(
-            experiment_id=experiment_id,
-            case_id=trial.case_id,
-            trial=trial.trial,
-            status=trial.status,
-            error_kind=trial.error_kind,
-            error=None if trial.error is None else storable_text(trial.error),
-            output=trial.output,
-            passed=trial.passed,
-            attempts=trial.attempts,
-            latency_ms=trial.latency_ms,
-            cost_usd=trial.cost_usd,
-            seq_passed_at=trial.seq_passed_at,
-            seq_log=trial.seq_log,
-            started_at=trial.started_at,
-            finished_at=trial.finished_at,
+        result = await s.execute(
+            insert(ExperimentTrial).returning(ExperimentTrial.pk, sort_by_parameter_order=True),
+            [
+                {
+                    "experiment_id": experiment_id,
+                    "case_id": t.case_id,
+                    "trial": t.trial,
+                    "status": t.status,
+                    "error_kind": t.error_kind,
+                    "error": None if t.error is None else storable_text(t.error),
+                    "output": t.output,
+                    "passed": t.passed,
+                    "attempts": t.attempts,
+                    "latency_ms": t.latency_ms,
+                    "cost_usd": t.cost_usd,
+                    "seq_passed_at": t.seq_passed_at,
+                    "seq_log": t.seq_log,
+                    "started_at": t.started_at,
+                    "finished_at": t.finished_at,
+                }
+                for experiment_id, t in trials
+            ],
         )
-        s.add(row)
-        await s.flush()
-        s.add_all(
-            ExperimentGrade(
-                trial_pk=row.pk,
-                grader=g.grader,
-                kind=g.kind,
-                version=g.version,
-                score=g.score,
-                passed=g.passed,
-                unscored=g.unscored,
-                reason=storable_text(g.reason),
-                prompt=None if g.prompt is None else storable_text(g.prompt),
-                raw_reply=None if g.raw_reply is None else storable_text(g.raw_reply),
-            )
-            for g in trial.grades
-        )
+        pks = [row[0] for row in result]
+        grades = [
+            {
+                "trial_pk": pk,
+                "grader": g.grader,
+                "kind": g.kind,
+                "version": g.version,
+                "score": g.score,
+                "passed": g.passed,
+                "unscored": g.unscored,
+                "reason": storable_text(g.reason),
+                "prompt": None if g.prompt is None else storable_text(g.prompt),
+                "raw_reply": None if g.raw_reply is None else storable_text(g.raw_reply),
+            }
+            for pk, (_, t) in zip(pks, trials, strict=True)
+            for g in t.grades
+        ]
+        if grades:
+            await s.execute(insert(ExperimentGrade), grades)
+
+
+class TrialWriter:
+    """Saves case-trials as they finish, committing together those that finish together.
+
+    `save` returns once its case-trial is committed, as a write of its own would; while one
+    transaction is being written, the case-trials finishing meanwhile wait and go into the next
+    one. With many in flight (an http task at concurrency 32), that is one transaction per
+    batch instead of per case-trial, which SQLite's one writer at a time would otherwise
+    serialise."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._pending: list[tuple[str, TrialRow, asyncio.Future[None]]] = []
+        self._writing: asyncio.Task[None] | None = None
+
+    async def save(self, experiment_id: str, trial: TrialRow) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((experiment_id, trial, done))
+        if self._writing is None or self._writing.done():
+            self._writing = asyncio.create_task(self._drain())
+        await asyncio.shield(done)
+
+    async def _drain(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await save_trials(self.db, [(e, t) for e, t, _ in batch])
+            except asyncio.CancelledError:
+                for _, _, done in batch:
+                    done.cancel()
+                raise
+            except Exception as exc:  # handed to each waiting `save`, which raises it
+                for _, _, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                continue
+            for _, _, done in batch:
+                if not done.done():
+                    done.set_result(None)
 
 
 async def finish_experiment(db: Database, experiment_id: str) -> None:
