@@ -52,5 +52,6 @@ bench: install ## Run the benchmarks (each prints a ratio against its baseline)
 	$(BIN)/python bench/reads.py
 	$(BIN)/python bench/sweep.py
 	$(BIN)/python bench/exp_compare.py
+	$(BIN)/python bench/exp_run.py
 
 .PHONY: help install serve test check format openapi bench
