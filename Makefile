@@ -67,5 +67,7 @@ bench: install ## Run the benchmarks (each prints a ratio against its baseline)
 	$(BIN)/python bench/reads.py
 	$(BIN)/python bench/sweep.py
 	$(BIN)/python bench/decision.py
+	$(BIN)/python bench/exp_compare.py
+	$(BIN)/python bench/exp_run.py
 
 .PHONY: help install demo demo-stack serve test check format openapi screenshots bench

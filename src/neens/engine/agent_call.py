@@ -54,11 +54,17 @@ class AgentReply:
 
 
 class AgentCallFailed(Exception):
-    """The call produced no usable answer; `reason` says why."""
+    """The call produced no usable answer; `reason` says why.
 
-    def __init__(self, reason: str) -> None:
+    `transport` is set when no answer came back at all (the connection failed or was dropped)
+    and `status` when the endpoint answered with a status other than 2xx, so a caller can tell
+    a failure of the way to the agent from a failure of the agent itself."""
+
+    def __init__(self, reason: str, *, status: int | None = None, transport: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.status = status
+        self.transport = transport
 
 
 def request_body(
@@ -110,10 +116,14 @@ async def call_agent(
         policy = refused(exc)
         if policy is not None:
             raise AgentCallFailed(f"refused to call {endpoint.url}: {policy}") from None
-        raise AgentCallFailed(f"could not reach {endpoint.url}: {_describe(exc)}") from None
+        raise AgentCallFailed(
+            f"could not reach {endpoint.url}: {_describe(exc)}", transport=True
+        ) from None
     latency_ms = (loop.time() - started) * 1000
     if not 200 <= status < 300:
-        raise AgentCallFailed(f"endpoint answered HTTP {status}: {excerpt(raw)}".rstrip(": "))
+        raise AgentCallFailed(
+            f"endpoint answered HTTP {status}: {excerpt(raw)}".rstrip(": "), status=status
+        )
     if not raw.strip():
         raise AgentCallFailed("endpoint answered with an empty body")
     try:

@@ -599,3 +599,103 @@ class NotificationDelivery(Base):
     last_error: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     delivered_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class Experiment(Base):
+    """One graded run of a task over a dataset (`neens exp run`), frozen when it starts.
+
+    What defines it is copied at the start and never edited: the resolved spec, the planned
+    cases (a Neens dataset version's items are copied too, so the experiment does not move when
+    the dataset gets a new golden version), and the fingerprints a resume is checked against.
+    Only `finished_at` is set later, when every planned case-trial has been saved.
+    """
+
+    __tablename__ = "experiments"
+    __table_args__ = (Index(None, "created_at", "id"), Index(None, "name", "created_at"))
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    """"run" for `exp run`, "regrade" for `exp regrade`, "aa" for the two runs of `exp aa`."""
+    name: Mapped[str] = mapped_column(String(500))
+    spec: Mapped[dict[str, Any]] = mapped_column()
+    """The spec as run: its own keys with the command line's datasets, graders and trials."""
+    dataset_ref: Mapped[str] = mapped_column(Text)
+    """What the dataset was named as: a file path, or a Neens dataset or version id."""
+    dataset_version_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    dataset_hash: Mapped[str] = mapped_column(String(64))
+    task_hash: Mapped[str] = mapped_column(String(64))
+    agent_files: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    """The files the task's command names, each with the SHA-256 of its content."""
+    graders: Mapped[list[Any]] = mapped_column(default=list)
+    """Each grader's name, kind and version."""
+    cases: Mapped[list[Any]] = mapped_column(default=list)
+    """The planned cases, in run order, each as {id, input, expected?, kind?, group?}."""
+    selection: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    """How a partial run chose its cases (--failing, --case, --first-n, --sample, --seed)."""
+    failing_of: Mapped[str | None] = mapped_column(String(40), default=None)
+    """The experiment whose failing cases this one re-ran (--failing)."""
+    source_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    """For a regrade: the experiment whose stored outputs it graded again."""
+    pair_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    """For an A/A run (`exp aa`): the other run of the pair."""
+    trials: Mapped[int] = mapped_column(Integer)
+    planned: Mapped[int] = mapped_column(Integer)
+    """Case-trials planned: cases × trials."""
+    concurrency: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class ExperimentTrial(Base):
+    """One case-trial of an experiment, saved as it finishes: the task's answer or its error.
+
+    `passed` is None when no grader produced a verdict (the case-trial is ungraded), and for
+    errors. A trial run again (`--resume --retry-errors`) replaces its error row.
+    """
+
+    __tablename__ = "experiment_trials"
+    __table_args__ = (UniqueConstraint("experiment_id", "case_id", "trial"),)
+
+    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
+    experiment_id: Mapped[str] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
+    case_id: Mapped[str] = mapped_column(String(500))
+    trial: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20))
+    """"done" (the task answered) or "error"."""
+    error_kind: Mapped[str | None] = mapped_column(String(20), default=None)
+    """"infra" (transport, 429, 5xx after retries) or "agent" (exit code, timeout, bad reply)."""
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    output: Mapped[str | None] = mapped_column(Text, default=None)
+    passed: Mapped[bool | None] = mapped_column(default=None)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    latency_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
+    seq_passed_at: Mapped[int | None] = mapped_column(Integer, default=None)
+    """With --seq: the attempt (1, 2, …) at which the case-trial first passed; None if none did.
+    `passed` stays the first attempt's."""
+    seq_log: Mapped[list[Any] | None] = mapped_column(JsonType, default=None)
+    """With --seq: every attempt after the first, with the feedback it was given."""
+    started_at: Mapped[datetime] = mapped_column()
+    finished_at: Mapped[datetime] = mapped_column()
+
+
+class ExperimentGrade(Base):
+    """One grader's verdict on one case-trial, with the grader's version at the time."""
+
+    __tablename__ = "experiment_grades"
+    __table_args__ = (UniqueConstraint("trial_pk", "grader"),)
+
+    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
+    trial_pk: Mapped[int] = mapped_column(
+        BigIntPk, ForeignKey("experiment_trials.pk", ondelete="CASCADE")
+    )
+    grader: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(20))
+    version: Mapped[str] = mapped_column(String(64))
+    score: Mapped[float | None] = mapped_column(Float, default=None)
+    passed: Mapped[bool | None] = mapped_column(default=None)
+    unscored: Mapped[str | None] = mapped_column(String(50), default=None)
+    """Why there is no verdict: the judge's reason code, or "grader_error"."""
+    reason: Mapped[str] = mapped_column(Text)
+    prompt: Mapped[str | None] = mapped_column(Text, default=None)
+    raw_reply: Mapped[str | None] = mapped_column(Text, default=None)

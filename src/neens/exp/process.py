@@ -1,0 +1,120 @@
+"""Running a shell command with bounded output and a deadline (command tasks and graders).
+
+The command runs in a session of its own (`start_new_session`), so a timeout, an output flood
+or Ctrl-C kills its whole process group, not just the shell: an agent that starts a server or a
+child process cannot leave it running. Its stdout is read up to `max_output` bytes; past that the
+group is killed and the result says so. Stderr is drained as it comes (a full pipe would block
+the command) and its last few kilobytes are kept for error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+STDERR_TAIL_BYTES: Final = 4096
+_CHUNK: Final = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessResult:
+    exit_code: int | None
+    """None when the command was killed (timeout or output flood)."""
+    stdout: bytes
+    stderr_tail: bytes
+    timed_out: bool = False
+    overflowed: bool = False
+
+    def stderr_line(self) -> str:
+        """The last non-blank line of stderr, for an error message ("" when there is none)."""
+        lines = [
+            line.strip()
+            for line in self.stderr_tail.decode("utf-8", "replace").splitlines()
+            if line.strip()
+        ]
+        return lines[-1][:300] if lines else ""
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+async def run_process(
+    command: str,
+    *,
+    stdin: bytes,
+    env: dict[str, str],
+    cwd: Path,
+    timeout_s: float,
+    max_output: int,
+) -> ProcessResult:
+    """Run `command` through the shell with `stdin` and `env`, within `timeout_s` seconds.
+
+    OSError (the shell cannot be started) is raised to the caller. Cancelling the call kills
+    the process group before the cancellation goes on.
+    """
+    process = await asyncio.create_subprocess_shell(
+        command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
+    stdout = bytearray()
+    stderr_tail = bytearray()
+    overflowed = False
+
+    async def feed() -> None:
+        assert process.stdin is not None
+        # A command that exits without reading its input is not an error.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            process.stdin.write(stdin)
+            await process.stdin.drain()
+            process.stdin.close()
+
+    async def read_stdout() -> None:
+        nonlocal overflowed
+        assert process.stdout is not None
+        while chunk := await process.stdout.read(_CHUNK):
+            stdout.extend(chunk)
+            if len(stdout) > max_output:
+                overflowed = True
+                del stdout[max_output:]
+                _kill_group(process)
+                return
+
+    async def read_stderr() -> None:
+        assert process.stderr is not None
+        while chunk := await process.stderr.read(_CHUNK):
+            stderr_tail.extend(chunk)
+            del stderr_tail[:-STDERR_TAIL_BYTES]
+
+    timed_out = False
+    try:
+        async with asyncio.timeout(timeout_s):
+            await asyncio.gather(feed(), read_stdout(), read_stderr())
+            await process.wait()
+    except TimeoutError:
+        timed_out = True
+    finally:
+        if process.returncode is None:
+            _kill_group(process)
+            with contextlib.suppress(ProcessLookupError):
+                await asyncio.shield(process.wait())
+    return ProcessResult(
+        exit_code=None if timed_out or overflowed else process.returncode,
+        stdout=bytes(stdout),
+        stderr_tail=bytes(stderr_tail),
+        timed_out=timed_out,
+        overflowed=overflowed,
+    )

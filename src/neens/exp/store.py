@@ -1,0 +1,47 @@
+"""Opening the experiments' store for one command, and finding an experiment by its id."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from neens_eval.errors import ConfigError
+
+from neens.settings import Settings
+from neens.store import migrate
+from neens.store.db import Database
+from neens.store.experiments import ExperimentRow, get_experiment, ids_starting_with
+
+
+@contextlib.asynccontextmanager
+async def open_store(database_url: str | None) -> AsyncIterator[Database]:
+    """The store: `database_url`, else $NEENS_DATABASE_URL, else ./.neens/neens.db, migrated."""
+    settings = Settings(database_url=database_url) if database_url else Settings()
+    url = settings.resolved_database_url()
+    try:
+        await migrate.upgrade(url)
+    except ValueError as exc:  # an unsupported URL scheme
+        raise ConfigError(f"database: {exc}") from None
+    db = Database(url)
+    try:
+        yield db
+    finally:
+        await db.dispose()
+
+
+async def find_experiment(db: Database, text: str, *, flag: str = "experiment") -> ExperimentRow:
+    """The experiment `text` names: its id, or the start of exactly one id."""
+    found = await get_experiment(db, text)
+    if found is not None:
+        return found
+    matches = await ids_starting_with(db, text) if len(text) >= 6 else []
+    if len(matches) == 1:
+        found = await get_experiment(db, matches[0])
+        assert found is not None
+        return found
+    if matches:
+        raise ConfigError(
+            f"{flag} {text}: the start of {len(matches)} experiment ids "
+            f"({', '.join(matches)}); give more of the id"
+        )
+    raise ConfigError(f"{flag} {text}: no such experiment in this store (`neens exp list`)")

@@ -1,0 +1,108 @@
+"""A project folder for `neens exp` tests: a dataset, a tiny agent script, a spec, and the
+command run in this process (fast) against the test's database."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from neens_eval.cli import main
+
+AGENT = """\
+import json, os, sys, time
+text = sys.stdin.read()
+assert text == os.environ.get("NEENS_ITEM_INPUT", text)
+wrong = set(filter(None, os.environ.get("WRONG", "").split(",")))
+if text in set(filter(None, os.environ.get("CRASH", "").split(","))):
+    print("boom", file=sys.stderr)
+    sys.exit(3)
+if text in set(filter(None, os.environ.get("HANG", "").split(","))):
+    time.sleep(60)
+time.sleep(float(os.environ.get("SLEEP", "0")))
+log = os.environ.get("LOG")
+if log:
+    with open(log, "a") as f:
+        f.write(json.dumps({"input": text, "id": os.environ["NEENS_ITEM_ID"],
+                            "trial": os.environ["NEENS_TRIAL"]}) + "\\n")
+print("wrong" if text in wrong else text.upper())
+"""
+
+CASES = [
+    {"id": "alpha", "input": "alpha", "expected": "ALPHA"},
+    {"id": "beta", "input": "beta", "expected": "BETA"},
+    {"id": "gamma", "input": "gamma", "expected": "GAMMA"},
+    {"id": "delta", "input": "delta", "expected": "DELTA"},
+]
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@dataclass
+class Project:
+    path: Path
+    run: Callable[..., Result]
+
+    def write_spec(self, filename: str = "spec.json", /, **overrides: Any) -> Path:
+        spec: dict[str, Any] = {
+            "name": "base",
+            "dataset": "qa",
+            "task": {"kind": "command", "command": f"{sys.executable} agent.py"},
+            "graders": [{"kind": "exact"}],
+        }
+        spec.update(overrides)
+        path = self.path / filename
+        path.write_text(json.dumps(spec))
+        return path
+
+    def write_dataset(self, cases: list[dict[str, Any]], name: str = "qa") -> None:
+        (self.path / "datasets" / f"{name}.jsonl").write_text(
+            "".join(json.dumps(c) + "\n" for c in cases)
+        )
+
+    def exp(self, *args: str) -> Result:
+        return self.run("exp", *args)
+
+    def exp_json(self, *args: str) -> Any:
+        result = self.run("exp", *args, "--json")
+        assert result.code == 0, result.err
+        return result.json()
+
+
+@pytest.fixture
+def project(
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Project:
+    """The current folder (tmp_path) set up as a project, with NEENS_DATABASE_URL pointing at
+    the test's database (SQLite and PostgreSQL)."""
+    monkeypatch.setenv("NEENS_DATABASE_URL", database_url)
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "agent.py").write_text(AGENT)
+    for name in ("WRONG", "CRASH", "HANG", "SLEEP", "LOG"):
+        monkeypatch.delenv(name, raising=False)
+
+    def run(*args: str) -> Result:
+        capsys.readouterr()
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    result = Project(tmp_path, run)
+    result.write_dataset(CASES)
+    result.write_spec()
+    return result

@@ -1,0 +1,153 @@
+"""Bad input exits 2 with one line on stderr naming the problem: never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.exp.conftest import Project
+
+
+def _refused(project: Project, *args: str) -> str:
+    result = project.exp(*args)
+    assert result.code == 2, (result.out, result.err)
+    assert result.out == ""
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("neens: error: ")
+    return lines[0].removeprefix("neens: error: ")
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (
+            {
+                "name": "x",
+                "dataset": "qa",
+                "task": {"kind": "command", "command": "true"},
+                "grader": [{"kind": "exact"}],
+            },
+            "spec.json: grader: unknown key (known keys: name, dataset, task, graders, trials)",
+        ),
+        (
+            {"dataset": "qa", "task": {"kind": "command", "command": "true", "timout": 3}},
+            "spec.json: task.timout: unknown key (known keys: kind, command, env, timeout)",
+        ),
+        (
+            {
+                "dataset": "qa",
+                "task": {"kind": "command", "command": "true"},
+                "graders": [{"kind": "regex", "patern": "x"}],
+            },
+            "spec.json: graders[0].patern: unknown key (known keys: kind, name, threshold, "
+            "pattern)",
+        ),
+        (
+            {
+                "dataset": "qa",
+                "task": {"kind": "command", "command": "true"},
+                "graders": [{"kind": "regex", "pattern": "("}],
+            },
+            "spec.json: graders[0].pattern: pattern does not compile: missing ), unterminated "
+            "subpattern at position 0",
+        ),
+        (
+            {"dataset": "qa", "task": {"kind": "ssh"}},
+            'spec.json: task.kind: must be "command" or "http"',
+        ),
+        (
+            {"dataset": "qa"},
+            "spec.json: task: missing (the command or endpoint to run on each case)",
+        ),
+        (
+            {"dataset": "qa", "task": {"kind": "command", "command": "true"}, "trials": 0},
+            "spec.json: trials: must be a whole number from 1 to 100",
+        ),
+        (
+            {
+                "dataset": "qa",
+                "task": {"kind": "command", "command": "true"},
+                "graders": [
+                    {
+                        "kind": "llm",
+                        "base_url": "http://x/v1",
+                        "model": "m",
+                        "prompt": "no placeholder",
+                    }
+                ],
+            },
+            "spec.json: graders[0].prompt: template must contain {output}",
+        ),
+    ],
+)
+def test_a_bad_spec_is_refused_naming_the_field(
+    project: Project, spec: dict[str, object], expected: str
+) -> None:
+    (project.path / "spec.json").write_text(json.dumps(spec))
+    assert _refused(project, "run", "spec.json").startswith(expected)
+
+
+def test_a_spec_that_is_not_json_or_missing(project: Project) -> None:
+    (project.path / "broken.json").write_text("{")
+    assert _refused(project, "run", "broken.json").startswith("broken.json: not JSON")
+    assert _refused(project, "run", "nope.json") == "nope.json: no such spec file"
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (['{"input": "a"}'], "line 1: id: the case has no id"),
+        (
+            ['{"id": "a", "input": "a"}', '{"id": "b", "input": "b"}', '{"id": "a", "input": "c"}'],
+            "line 3: duplicate case id 'a' (first on line 1)",
+        ),
+        (['{"id": "a", "input": "a", "expect": "A"}'], "line 1: expect: unknown key"),
+        (['{"id": "a"}'], "line 1: input: case 'a' has no input"),
+        (['{"id": "a", "input": "a"}', "not json"], "line 2: not JSON"),
+        ([], "has no cases"),
+    ],
+)
+def test_a_bad_dataset_is_refused_naming_the_line(
+    project: Project, lines: list[str], expected: str
+) -> None:
+    (project.path / "datasets" / "qa.jsonl").write_text("\n".join(lines) + "\n")
+    assert expected in _refused(project, "run", "spec.json")
+
+
+def test_a_missing_dataset_is_named(project: Project) -> None:
+    message = _refused(project, "run", "spec.json", "-d", "nothere")
+    assert message.startswith("dataset nothere: no such file ")
+    assert message.endswith("datasets/nothere.jsonl")
+    assert _refused(project, "run", "spec.json", "-d", "ds_missing").startswith(
+        "dataset ds_missing: no such Neens dataset"
+    )
+
+
+def test_bad_flags_are_refused(project: Project) -> None:
+    assert _refused(project, "run", "spec.json", "-g", "{nope").startswith("-g {nope: not JSON")
+    assert _refused(
+        project,
+        "run",
+        "spec.json",
+        "-g",
+        '{"kind": "exact"}',
+        "-g",
+        '{"kind": "exact", "name": "exact-1"}',
+    ) == ("two graders are named 'exact-1': give one of them another \"name\"")
+    assert _refused(project, "run", "spec.json", "--case", "zeta") == (
+        "--case zeta: no such case in the dataset"
+    )
+    assert _refused(project, "run", "spec.json", "--retry-errors").startswith("--retry-errors:")
+    assert _refused(project, "run", "spec.json", "--failing", "exp_nothing").startswith(
+        "--failing exp_nothing: no such experiment"
+    )
+    assert _refused(project, "run", "spec.json", "--resume", "exp_nothing").startswith(
+        "--resume exp_nothing: no such experiment"
+    )
+
+
+def test_no_grader_at_all_is_refused(project: Project) -> None:
+    project.write_spec(graders=[])
+    assert _refused(project, "run", "spec.json").startswith("no graders:")
