@@ -37,11 +37,14 @@ serve: install ## Run the server on the embedded SQLite database (http://127.0.0
 	$(BIN)/neens serve
 
 # One test process per core (pytest-xdist): every test has its own databases and temp dir, so
-# they run side by side. `make test TEST_WORKERS=0` runs them in this process, one at a time.
+# they run side by side. Tests marked `alone` (they kill workers and servers and time leases and
+# restarts, which a loaded machine would make late) run after the rest, one at a time.
+# `make test TEST_WORKERS=0` runs everything in this process, one at a time.
 TEST_WORKERS ?= auto
 
 test: install ## Run the whole test suite on SQLite and PostgreSQL
-	$(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) -m "not alone" $(PYTEST_ARGS)
+	$(BIN)/pytest -m alone $(PYTEST_ARGS)
 
 check: install ## Lint and type-check (ruff + mypy --strict)
 	$(BIN)/ruff check .

@@ -15,6 +15,8 @@ from neens.store.db import Database
 from neens.store.keys import create_key
 from tests.support.live import LiveServer
 
+pytestmark = pytest.mark.alone  # seeds a whole sweep against timed endpoints: run alone (Makefile)
+
 
 class Steps:
     def __init__(self) -> None:

@@ -33,7 +33,7 @@ from neens.store.keys import CreatedKey, create_key
 from tests.support.agent_cmd import ANSWERS
 from tests.support.live import LiveServer, free_port, serve_in_thread
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.alone]
 
 NEENS = [sys.executable, "-m", "neens_eval"]
 

@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from neens.demo.endpoints import serve, steady
@@ -21,6 +22,8 @@ from neens.store.models import PreprodItem, Score
 from tests.api.test_sweeps import TERMINAL, arm
 from tests.queue.test_worker_processes import api, start, stop
 from tests.support.preprod import auth, connection, golden_dataset
+
+pytestmark = pytest.mark.alone  # kills workers and times their leases: run alone (Makefile)
 
 PROMPTS = [f"p{n}" for n in range(12)]
 ANSWERS = {p: f"answer to {p}" for p in PROMPTS}

@@ -43,6 +43,8 @@ from tests.support.preprod import (
     wait_for_run,
 )
 
+pytestmark = pytest.mark.alone  # kills workers and times their leases: run alone (Makefile)
+
 PROMPTS = [f"q{n}" for n in range(8)]
 HUNG = "q0"
 LEASE_S = 5.0

@@ -680,6 +680,11 @@ def hang_up_server(path: str = "/agent") -> Iterator[HangUp]:
                 connection.settimeout(1.0)
                 try:
                     connection.recv(65536)  # the request line, so the client sees it was read
+                    # The rest of the request too (a body may come in a later packet): closing
+                    # with unread bytes would reset the connection instead of ending it.
+                    connection.settimeout(0.2)
+                    while connection.recv(65536):
+                        pass
                 except OSError:
                     pass
 
