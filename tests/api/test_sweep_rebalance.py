@@ -48,7 +48,7 @@ class Timed(Agent):
 def settings(database_url: str) -> Settings:
     """Four calls in flight for the whole sweep: two per arm while both run."""
     return Settings(
-        database_url=database_url, migrate_on_start=False, push_timeout_s=1.5, push_concurrency=4
+        database_url=database_url, migrate_on_start=False, push_timeout_s=3.0, push_concurrency=4
     )
 
 
