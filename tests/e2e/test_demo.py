@@ -137,7 +137,12 @@ def test_the_command_prints_the_url_an_admin_key_and_the_ids(running: Demo) -> N
     assert "every model in it is simulated" in stderr
     assert manifest["adminKey"] in stderr
     assert "refund-agent: sim-frontier-mini clears the 90% bar" in stderr
-    assert f"Serving on {manifest['url']} until Ctrl-C." in stderr
+    # The JSON line on standard output comes first; the closing line on standard error follows.
+    serving = f"Serving on {manifest['url']} until Ctrl-C."
+    deadline = time.monotonic() + 10
+    while serving not in running.stderr and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert serving in running.stderr
     assert running.process.poll() is None, "it keeps serving"
 
 
