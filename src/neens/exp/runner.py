@@ -131,20 +131,7 @@ async def grade_answer(
     that gave a verdict passed it (None when none gave one: ungraded)."""
     grades = await asyncio.gather(*(grade(g, case, output, cwd) for g in graders))
     verdicts = [g.passed for g in grades if g.passed is not None]
-    rows = tuple(
-        GradeRow(
-            grader=g.grader,
-            kind=g.kind,
-            version=g.version,
-            score=g.score,
-            passed=g.passed,
-            unscored=g.unscored,
-            reason=g.reason,
-            prompt=g.prompt,
-            raw_reply=g.raw_reply,
-        )
-        for g in grades
-    )
+    rows = tuple(GradeRow.of(g) for g in grades)
     return rows, (all(verdicts) if verdicts else None)
 
 

@@ -58,6 +58,21 @@ class GradeRow:
     prompt: str | None = None
     raw_reply: str | None = None
 
+    @classmethod
+    def of(cls, grade: Any) -> GradeRow:
+        """From anything with the same attributes: a grader's result, or a stored grade."""
+        return cls(
+            grader=grade.grader,
+            kind=grade.kind,
+            version=grade.version,
+            score=grade.score,
+            passed=grade.passed,
+            unscored=grade.unscored,
+            reason=grade.reason,
+            prompt=grade.prompt,
+            raw_reply=grade.raw_reply,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class TrialRow:
@@ -342,19 +357,7 @@ async def trials_of(db: Database, experiment_id: str, *, grades: bool = True) ->
                 .order_by(ExperimentGrade.pk)
             )
             for g in found:
-                by_trial.setdefault(g.trial_pk, []).append(
-                    GradeRow(
-                        grader=g.grader,
-                        kind=g.kind,
-                        version=g.version,
-                        score=g.score,
-                        passed=g.passed,
-                        unscored=g.unscored,
-                        reason=g.reason,
-                        prompt=g.prompt,
-                        raw_reply=g.raw_reply,
-                    )
-                )
+                by_trial.setdefault(g.trial_pk, []).append(GradeRow.of(g))
     return [
         TrialRow(
             case_id=t.case_id,
