@@ -3,7 +3,8 @@
 The command runs in a session of its own (`start_new_session`), so a timeout, an output flood
 or Ctrl-C kills its whole process group, not just the shell: an agent that starts a server or a
 child process cannot leave it running. Its stdout is read up to `max_output` bytes; past that the
-group is killed and the result says so. Stderr is drained as it comes (a full pipe would block
+group is killed, the rest of the pipe is read and dropped (a pipe left unread stays open), and
+the result says so. Stderr is drained as it comes (a full pipe would block
 the command) and its last few kilobytes are kept for error messages.
 """
 
@@ -86,12 +87,13 @@ async def run_process(
         nonlocal overflowed
         assert process.stdout is not None
         while chunk := await process.stdout.read(_CHUNK):
+            if overflowed:
+                continue  # read to the end so the pipe closes; the group is being killed
             stdout.extend(chunk)
             if len(stdout) > max_output:
                 overflowed = True
                 del stdout[max_output:]
                 _kill_group(process)
-                return
 
     async def read_stderr() -> None:
         assert process.stderr is not None
