@@ -6,7 +6,8 @@ The database is seeded with one resource of each kind, and schema-valid path par
 pointed at them, so updates and reads reach real rows instead of stopping at 404. The server runs
 without job workers: nothing fuzzed is ever called (agent, judge and sink URLs stay untouched).
 A bounded number of examples per operation keeps the run well under two minutes per database;
-the examples come from a fixed seed so a failure reproduces (set NEENS_FUZZ_SEED to try others).
+the examples come from a fixed seed so a failure reproduces (set NEENS_FUZZ_SEED to try others,
+NEENS_FUZZ_EXAMPLES for more examples per operation).
 
 Every schemathesis check runs; the one that sends schema-valid requests expects
 2xx/401/403/404/409 and also accepts 422, because a body can satisfy the schema and still break
@@ -39,7 +40,8 @@ from neens.store.keys import create_key
 from tests.conftest import TEST_SECRET_KEY, _pg_admin, _pg_url_for
 from tests.support.live import serve_in_thread
 
-EXAMPLES_PER_OPERATION = 12
+EXAMPLES_PER_OPERATION = int(os.environ.get("NEENS_FUZZ_EXAMPLES", "12"))
+"""Kept small so `make test` stays quick; raise NEENS_FUZZ_EXAMPLES for a deeper run."""
 
 FRAMING_HEADERS = frozenset(
     {"transfer-encoding", "content-length", "connection", "host", "upgrade", "te", "trailer"}
