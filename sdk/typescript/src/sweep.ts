@@ -1,0 +1,3 @@
+import type { Command } from "./cli.js";
+
+export const SWEEP_COMMANDS: Record<string, Command> = {};
