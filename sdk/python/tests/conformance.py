@@ -12,6 +12,7 @@ import copy
 import json
 import math
 import os
+import socket
 import subprocess
 import threading
 import urllib.parse
@@ -160,6 +161,14 @@ def serve(routes: list[dict[str, Any]]) -> Iterator[ScriptedServer]:
         thread.join(5)
 
 
+def _closed_port() -> int:
+    """A loopback port with nothing listening: connecting to it is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
 @dataclass
 class Outcome:
     code: int
@@ -167,6 +176,7 @@ class Outcome:
     stderr: str
     requests: list[Request]
     base_url: str
+    closed_port: int
 
 
 def run_case(case: Case, cli: Sequence[str], tmp: Path, *, python: bool) -> Outcome:
@@ -176,6 +186,8 @@ def run_case(case: Case, cli: Sequence[str], tmp: Path, *, python: bool) -> Outc
     for name, content in document.get("files", {}).items():
         text = content if isinstance(content, str) else json.dumps(content)
         (tmp / name).write_text(text.replace("{dir}", str(tmp)), encoding="utf-8")
+    closed_port = _closed_port()
+    document = json.loads(json.dumps(document).replace("{closedPort}", str(closed_port)))
     with serve(document.get("server", [])) as server:
         env = {
             key: value
@@ -198,18 +210,30 @@ def run_case(case: Case, cli: Sequence[str], tmp: Path, *, python: bool) -> Outc
             cwd=tmp,
             timeout=60,
         )
-        return Outcome(done.returncode, done.stdout, done.stderr, list(server.requests), server.url)
+        return Outcome(
+            done.returncode,
+            done.stdout,
+            done.stderr,
+            list(server.requests),
+            server.url,
+            closed_port,
+        )
 
 
 def problems(case: Case, outcome: Outcome, tmp: Path) -> list[str]:
     """How `outcome` differs from what the case expects (empty when it conforms)."""
     base_url = outcome.base_url
+    case = Case(
+        case.table,
+        case.name,
+        json.loads(json.dumps(case.document).replace("{closedPort}", str(outcome.closed_port))),
+    )
     expect = case.document["expect"]
     found: list[str] = []
     if outcome.code != expect["exitCode"]:
         found.append(f"exit code {outcome.code}, expected {expect['exitCode']}")
     if "stdout" in expect:
-        wanted = _placeholders(expect["stdout"], base_url)
+        wanted = _placeholders(expect["stdout"], base_url, tmp)
         if wanted is None:
             if outcome.stdout.strip():
                 found.append(f"standard output should be empty, got {outcome.stdout!r}")
@@ -220,16 +244,16 @@ def problems(case: Case, outcome: Outcome, tmp: Path) -> list[str]:
             else:
                 found.extend(_differences(json.loads(lines[0]), wanted, "stdout"))
     for text in expect.get("stderrContains", []):
-        if _placeholders(text, base_url) not in outcome.stderr:
+        if _placeholders(text, base_url, tmp) not in outcome.stderr:
             found.append(f"standard error lacks {text!r}")
     found.extend(_request_problems(outcome.requests, expect.get("requests", [])))
     for text in expect.get("notRequested", []):
         if any(f"{r.method} {r.path}" == text for r in outcome.requests):
             found.append(f"{text} was requested")
-    for name, content in expect.get("files", {}).items():
+    for name, content in expect.get("written", {}).items():
         path = tmp / name
         actual = path.read_text(encoding="utf-8") if path.exists() else None
-        wanted_text = _placeholders(content, base_url).replace("{dir}", str(tmp))
+        wanted_text = _placeholders(content, base_url, tmp)
         if actual != wanted_text:
             found.append(f"file {name}: {actual!r}, expected {wanted_text!r}")
     if found:
@@ -250,13 +274,14 @@ def _request_problems(requests: list[Request], wanted: list[dict[str, Any]]) -> 
     return []
 
 
-def _placeholders(value: Any, base_url: str) -> Any:
+def _placeholders(value: Any, base_url: str, tmp: Path) -> Any:
+    """`{baseUrl}` is the scripted server's address, `{dir}` the case's folder."""
     if isinstance(value, str):
-        return value.replace("{baseUrl}", base_url)
+        return value.replace("{baseUrl}", base_url).replace("{dir}", str(tmp))
     if isinstance(value, list):
-        return [_placeholders(item, base_url) for item in value]
+        return [_placeholders(item, base_url, tmp) for item in value]
     if isinstance(value, dict):
-        return {key: _placeholders(item, base_url) for key, item in value.items()}
+        return {key: _placeholders(item, base_url, tmp) for key, item in value.items()}
     return value
 
 

@@ -206,12 +206,12 @@ function verdict(check: Check, observed: number): RuleResult {
   let relation: string;
   if (isMinimum(check)) {
     failed = observed < check.threshold && !close(observed, check.threshold);
-    relation = failed ? "below the minimum" : "meets the minimum";
+    relation = failed ? "is below the minimum" : "meets the minimum";
   } else {
     failed = observed > check.threshold && !close(observed, check.threshold);
-    relation = failed ? "above the maximum" : "within the maximum";
+    relation = failed ? "is above the maximum" : "is within the maximum";
   }
-  const reason = `${describe(check)} ${formatValue(check, observed)} is ${relation} ${formatValue(check, check.threshold)}`;
+  const reason = `${describe(check)} ${formatValue(check, observed)} ${relation} ${formatValue(check, check.threshold)}`;
   return { check, status: failed ? "fail" : "pass", observed, reason, severity: check.severity };
 }
 
