@@ -261,6 +261,19 @@ def problems(case: Case, outcome: Outcome, tmp: Path) -> list[str]:
     return found
 
 
+def report_lines(case: Case, outcome: Outcome, *, python: bool) -> list[str]:
+    """The report a person reads (standard output, or standard error with `--json`) without the
+    progress and log lines (`neens: ...`), with the scripted server's address as `{baseUrl}` and
+    the Python spelling of the commands (`neens eval push`) as the TypeScript one
+    (`neens-eval push`), so the two CLIs' reports can be compared line for line."""
+    text = outcome.stderr if "--json" in case.document["args"] else outcome.stdout
+    text = text.replace(outcome.base_url, "{baseUrl}")
+    if python:
+        for command, words in PYTHON_COMMANDS.items():
+            text = text.replace("neens " + " ".join(words), f"neens-eval {command}")
+    return [line for line in text.splitlines() if not line.startswith("neens:")]
+
+
 def _request_problems(requests: list[Request], wanted: list[dict[str, Any]]) -> list[str]:
     """`wanted` must appear among the requests in this order (others may come between)."""
     at = 0

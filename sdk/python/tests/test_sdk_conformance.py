@@ -15,10 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conformance import Case, load_cases, problems, run_case
+from conformance import Case, load_cases, problems, report_lines, run_case
 from typescript_package import installed_bin
 
 CASES = load_cases()
+PYTHON_CLI = [sys.executable, "-m", "neens_eval"]
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +30,7 @@ def neens_eval_bin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_the_python_cli_conforms(case: Case, tmp_path: Path) -> None:
-    outcome = run_case(case, [sys.executable, "-m", "neens_eval"], tmp_path, python=True)
+    outcome = run_case(case, PYTHON_CLI, tmp_path, python=True)
 
     found = problems(case, outcome, tmp_path)
 
@@ -45,3 +46,20 @@ def test_the_packed_typescript_cli_conforms(
     found = problems(case, outcome, tmp_path)
 
     assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_the_two_clis_print_the_same_report(
+    case: Case, tmp_path: Path, neens_eval_bin: Path
+) -> None:
+    (tmp_path / "python").mkdir()
+    (tmp_path / "typescript").mkdir()
+    python = run_case(case, PYTHON_CLI, tmp_path / "python", python=True)
+    typescript = run_case(case, [str(neens_eval_bin)], tmp_path / "typescript", python=False)
+
+    py_lines = report_lines(case, python, python=True)
+    ts_lines = report_lines(case, typescript, python=False)
+
+    assert ts_lines == [
+        line.replace(str(tmp_path / "python"), str(tmp_path / "typescript")) for line in py_lines
+    ]

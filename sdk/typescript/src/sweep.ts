@@ -14,6 +14,7 @@ import { ApiError, ConfigError, EXIT_UNREACHABLE, EXIT_UNTRUSTED, NeensClientErr
 import { count, fraction, number, positiveInt, retryWindow, seconds } from "./evalArgs.js";
 import { formatG, pyDumps } from "./format.js";
 import type { Json } from "./gateRules.js";
+import { decisionReport } from "./decisionRender.js";
 import { Board, type BoardRow, ObjectPoller, type ObjectWait, waitUntilTerminal } from "./waiting.js";
 
 const SWEEP_STATUSES = new Set(["pending", "running", "completed", "completed_with_failures", "failed", "cancelled", "void"]);
@@ -623,57 +624,6 @@ function previewTable(preview: Json): string {
   return `${lines.join("\n")}\n`;
 }
 
-/** The decision for a person: the verdict sentence as the server wrote it, the bar and its
- * source, and each arm in the server's leaderboard order. */
-function decisionReport(comparison: Json, url: string): string {
-  const bar = isJson(comparison["bar"]) ? comparison["bar"] : {};
-  const barValue = typeof bar["value"] === "number" ? bar["value"] : null;
-  const arms = list(comparison["arms"]).filter(isJson);
-  const baseline = arms.find((arm) => arm["armId"] === comparison["baselineArmId"]);
-  const verdict = isJson(comparison["verdict"]) ? comparison["verdict"] : {};
-  const lines = [
-    `Sweep decision ${String(comparison["sweepId"])}: ${String(comparison["status"])}`,
-    `  bar ${barValue === null ? "-" : `${formatG(barValue * 100, 4)}%`} (${barSource(bar["source"])}); baseline arm ` +
-      `${baseline ? `${String(baseline["label"])} (${String(baseline["armId"])})` : "-"}; ${String(comparison["itemCount"])} frozen items`,
-  ];
-  if (comparison["comparable"] !== true) {
-    lines.push("", `VOID: ${oneLine(String(comparison["voidReason"] || "no reason given"))}`, "  No arm is ranked, compared or recommended. Each arm's own numbers, for the record:");
-  }
-  lines.push("", `Verdict: ${oneLine(String(verdict["sentence"]))}`, "");
-  const ids = list(comparison["leaderboard"]).map(String);
-  const ranked = ids.map((id) => arms.find((arm) => arm["armId"] === id)).filter((arm): arm is Json => arm !== undefined);
-  const rest = arms.filter((arm) => !ranked.includes(arm));
-  const table = [["rank", "arm", "rate", "n", "95% interval", "flaky", "clears bar", "cost per case"]];
-  const pct = (value: unknown): string => (typeof value === "number" ? `${(value * 100).toFixed(1)}%` : "no data");
-  for (const arm of comparison["comparable"] === true ? [...ranked, ...rest] : arms) {
-    const interval = typeof arm["wilsonLow"] === "number" && typeof arm["wilsonHigh"] === "number" ? `${pct(arm["wilsonLow"])}–${pct(arm["wilsonHigh"])}` : "-";
-    const clears = arm["rate"] === null || arm["rate"] === undefined ? "no data" : ({ lower_bound: "yes (lower bound)", point: "point only", no: "no" } as Record<string, string>)[String(arm["clearsBar"])] ?? String(arm["clearsBar"]);
-    const cost = typeof arm["costPerCaseUsd"] === "number" ? dollars(arm["costPerCaseUsd"]) : "unpriced";
-    table.push([
-      typeof arm["rank"] === "number" ? String(arm["rank"]) : "-",
-      `${String(arm["label"])}${arm["isBaseline"] ? " (baseline)" : ""}`,
-      pct(arm["rate"]),
-      String(arm["n"] ?? "-"),
-      interval,
-      String(arm["flakyItems"] ?? "-"),
-      clears,
-      cost,
-    ]);
-  }
-  lines.push("  Leaderboard (the server's ranking, best first; arms it did not rank last):", ...aligned(table).map((line) => `  ${line}`));
-  lines.push("", `  details (API, JSON): curl -sH "Authorization: Bearer $NEENS_API_KEY" "${url}"`);
-  return `${lines.join("\n")}\n`;
-}
-
-function barSource(source: unknown): string {
-  const known: Record<string, string> = {
-    gate: "from the sweep's gate",
-    query: "from --bar",
-    default: "Neens' default: no --bar, and the sweep's gate pins no min_pass_rate",
-  };
-  return known[String(source)] ?? `source ${String(source)}`;
-}
-
 function aligned(table: string[][]): string[] {
   const widths = (table[0] ?? []).map((_, i) => Math.max(...table.map((row) => (row[i] ?? "").length)));
   return table.map((row) => `  ${row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  ")}`.trimEnd());
@@ -699,10 +649,10 @@ function estimate(value: unknown): string {
 /** Dollars with cents; under a dollar four decimals, and "<$0.0001" below that. */
 function dollars(value: number): string {
   if (value === 0 || Math.abs(value) >= 1) {
-    return `${value < 0 ? "-" : ""}$${Math.abs(value).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+    return `$${value < 0 ? "-" : ""}${Math.abs(value).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
   }
   if (Math.abs(value) < 0.0001) return "<$0.0001";
-  return `${value < 0 ? "-" : ""}$${Math.abs(value).toFixed(4)}`;
+  return `$${value < 0 ? "-" : ""}${Math.abs(value).toFixed(4)}`;
 }
 
 function oneLine(text: string): string {
