@@ -14,6 +14,7 @@
  */
 
 import { ApiError, ConfigError, Unreachable } from "./errors.js";
+import { fixed, formatG } from "./format.js";
 import { VERSION } from "./version.js";
 
 export const BASE_URL_VAR = "NEENS_BASE_URL";
@@ -101,7 +102,7 @@ export function describeNotice(notice: RetryNotice): string {
   const left = Math.max(notice.windowS - notice.waitedS, 0);
   return (
     `neens: Neens does not answer ${notice.method} ${notice.path} (${notice.problem}); ` +
-    `retrying for up to ${left.toFixed(0)} s more`
+    `retrying for up to ${fixed(left, 0)} s more`
   );
 }
 
@@ -242,7 +243,7 @@ export class Client {
     const elapsed = (performance.now() - started) / 1000;
     throw new Unreachable(
       `could not reach Neens at ${this.baseUrl} after ${tries} ` +
-        `${tries === 1 ? "attempt" : "attempts"} over ${elapsed.toFixed(0)} s (${problem}); ` +
+        `${tries === 1 ? "attempt" : "attempts"} over ${fixed(elapsed, 0)} s (${problem}); ` +
         `check ${BASE_URL_VAR} and that the server is running (retries last ` +
         `${formatG(this.retry.windowS)} s, ${RETRY_WINDOW_VAR} changes it)`,
     );
@@ -368,21 +369,4 @@ export function expectObject(answer: unknown, what: string): Record<string, unkn
     throw unexpected(what, "a JSON object");
   }
   return answer as Record<string, unknown>;
-}
-
-/** Python's `format(x, "g")` (or `.{precision}g`): shortest form, no trailing zeros. */
-export function formatG(value: number, precision = 6): string {
-  if (!Number.isFinite(value)) return Number.isNaN(value) ? "nan" : value > 0 ? "inf" : "-inf";
-  if (value === 0) return Object.is(value, -0) ? "-0" : "0";
-  const exponentForm = value.toExponential(precision - 1);
-  const exponent = Number(exponentForm.slice(exponentForm.indexOf("e") + 1));
-  if (exponent < -4 || exponent >= precision) {
-    const [mantissa, exp] = exponentForm.split("e") as [string, string];
-    const trimmed = mantissa.includes(".") ? mantissa.replace(/\.?0+$/, "") : mantissa;
-    const sign = exp.startsWith("-") ? "-" : "+";
-    const digits = exp.replace(/^[+-]/, "").padStart(2, "0");
-    return `${trimmed}e${sign}${digits}`;
-  }
-  const fixed = value.toFixed(Math.max(precision - 1 - exponent, 0));
-  return fixed.includes(".") ? fixed.replace(/\.?0+$/, "") : fixed;
 }

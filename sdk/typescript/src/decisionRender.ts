@@ -9,6 +9,7 @@
  * ranking.
  */
 
+import { fixed, groupedFixed } from "./format.js";
 import type { Json } from "./gateRules.js";
 
 const BAR_SOURCES: Record<string, string> = {
@@ -170,15 +171,15 @@ function versus(arm: Json): string {
 /** Cents from a dollar up; two significant digits below ($0.00027). */
 export function usd(value: number): string {
   if (value === 0 || Math.abs(value) >= 1) {
-    const text = Math.abs(value).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+    const text = groupedFixed(Math.abs(value), 2);
     return `$${value < 0 ? "-" : ""}${text}`; // Python's f"${value:,.2f}": "$-1.00"
   }
   const decimals = Math.max(2, 1 - Math.floor(Math.log10(Math.abs(value))));
-  return `$${value < 0 ? "-" : ""}${Math.abs(value).toFixed(decimals)}`;
+  return `$${value < 0 ? "-" : ""}${fixed(Math.abs(value), decimals)}`;
 }
 
 function signed(value: number, unit: string): string {
-  const text = trimZeros(Math.abs(value).toFixed(1));
+  const text = trimZeros(fixed(Math.abs(value), 1));
   if (text === "0") return `±0${unit}`;
   return `${value < 0 ? "-" : "+"}${text}${unit}`;
 }
@@ -200,7 +201,7 @@ export function pct(value: number, bar: number | null = null): string {
 }
 
 function trim(value: number, digits: number): string {
-  const text = trimZeros(value.toFixed(digits));
+  const text = trimZeros(fixed(value, digits));
   return text === "-0" ? "0" : text;
 }
 

@@ -14,7 +14,7 @@ import type { Parsed } from "./args.js";
 import { type Client, type RetryNotice, Client as NeensClient, describeNotice, expectObject, pyRepr, retryFromEnv } from "./client.js";
 import { exporterEnv, itemEnv, ITEM_INPUT_VAR, percentEncode } from "./correlation.js";
 import { ApiError, ConfigError, EXIT_UNREACHABLE, NeensClientError, Unreachable } from "./errors.js";
-import { formatG, pyDumps, shellJoin } from "./format.js";
+import { fixed, formatG, pyDumps, shellJoin } from "./format.js";
 import { type GatePolicy, type Json, evaluate, policyChecks } from "./gateRules.js";
 import { policyFromArgs, refuseCreateFlags, refuseProjectId, requireCreateFields, serverGate } from "./evalArgs.js";
 import { type ItemRun, Invoker, checkCommand, itemOk, itemReason } from "./invoke.js";
@@ -203,7 +203,7 @@ async function runItems(
     const failed = [...results.values()].filter((r) => !itemOk(r)).length;
     progress.update(
       `neens: ${runId}: ${results.size}/${pending.length} items run${failed ? ` (${failed} failed)` : ""}, ` +
-        `${captured(server)}/${String(server["itemCount"] ?? "?")} captured [${(at - started).toFixed(0)}s]`,
+        `${captured(server)}/${String(server["itemCount"] ?? "?")} captured [${fixed(at - started, 0)}s]`,
       "running items",
     );
   }, 500);
@@ -538,7 +538,7 @@ function makeClient(args: Parsed, progress: Progress, env: Env): Client {
   const retry = retryFromEnv(env);
   if (args["retryWindow"] !== null) retry.windowS = args["retryWindow"] as number;
   const client = NeensClient.fromEnv(env, retry);
-  client.onRetry = (notice: RetryNotice) => progress.update(`${describeNotice(notice)} [${notice.waitedS.toFixed(0)}s]`, "retrying");
+  client.onRetry = (notice: RetryNotice) => progress.update(`${describeNotice(notice)} [${fixed(notice.waitedS, 0)}s]`, "retrying");
   return client;
 }
 
@@ -547,7 +547,7 @@ function describeProgress(runId: string): (run: Json, elapsed: number) => string
     const tally = isJson(run["counts"]) ? run["counts"] : {};
     const total = String(run["itemCount"] ?? "?");
     const done = (Number(tally["scored"] ?? 0) || 0) + (Number(tally["error"] ?? 0) || 0);
-    return `neens: ${runId} ${String(run["status"])}: ${captured(run)}/${total} captured, ${done}/${total} scored [${elapsed.toFixed(0)}s]`;
+    return `neens: ${runId} ${String(run["status"])}: ${captured(run)}/${total} captured, ${done}/${total} scored [${fixed(elapsed, 0)}s]`;
   };
 }
 

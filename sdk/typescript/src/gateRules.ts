@@ -11,7 +11,7 @@
  * Pure: no I/O.
  */
 
-import { formatG, fsum, isClose, pyDumps } from "./format.js";
+import { fixed, formatG, fsum, isClose, pyDumps } from "./format.js";
 
 export type Severity = "block" | "warn";
 export type MissingBaseline = "warn" | "block" | "pass";
@@ -264,8 +264,8 @@ function describe(check: Check): string {
 
 /** A number as the summary shows it, with its unit (`+20.0%`, `0.0042 USD`, `950 ms`). */
 export function formatValue(check: Check, value: number): string {
-  if (check.budget.endsWith("_pct")) return `${value >= 0 && !Object.is(value, -0) ? "+" : ""}${value.toFixed(1)}%`;
-  if (check.budget === "max_abs_failures") return value.toFixed(0);
+  if (check.budget.endsWith("_pct")) return `${value >= 0 && !Object.is(value, -0) ? "+" : ""}${fixed(value, 1)}%`;
+  if (check.budget === "max_abs_failures") return fixed(value, 0);
   const unit = UNITS[checkName(check)] ?? "";
   const sign = check.budget === "max_delta_usd" && value > 0 ? "+" : "";
   return `${sign}${plain(value)}${unit}`;
@@ -274,7 +274,7 @@ export function formatValue(check: Check, value: number): string {
 function plain(value: number): string {
   if (Number.isInteger(value) && Math.abs(value) < 1e15) return String(value);
   if (Math.abs(value) < 0.01) return formatG(value, 4);
-  return value.toFixed(4).replace(/0+$/, "").replace(/\.$/, "");
+  return fixed(value, 4).replace(/0+$/, "").replace(/\.$/, "");
 }
 
 function close(a: number, b: number): boolean {

@@ -13,6 +13,7 @@ import { delimiter, join, sep } from "node:path";
 
 import { ConfigError } from "./errors.js";
 import { pyRepr } from "./client.js";
+import { fixed } from "./format.js";
 
 const TAIL_CHARS = 2000;
 const KILL_GRACE_MS = 2000;
@@ -38,7 +39,7 @@ export function itemOk(run: ItemRun): boolean {
 export function itemReason(run: ItemRun): string {
   if (run.startError !== null) return `could not start the command (${run.startError})`;
   let why: string;
-  if (run.timedOut) why = `timed out after ${run.durationS.toFixed(0)} s (--item-timeout) and was killed`;
+  if (run.timedOut) why = `timed out after ${fixed(run.durationS, 0)} s (--item-timeout) and was killed`;
   else if (run.signal !== null) why = `was killed by signal ${signalNumber(run.signal)}`;
   else if (run.returncode) why = `exited with code ${run.returncode}`;
   else return "";

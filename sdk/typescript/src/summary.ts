@@ -8,7 +8,7 @@
  */
 
 import { EXIT_UNREACHABLE } from "./errors.js";
-import { formatG, pyDumps, quoteExcerpt, shellJoin } from "./format.js";
+import { fixed, formatG, percent, pyDumps, quoteExcerpt, shellJoin } from "./format.js";
 import { type Json, type RuleResult, checkName, formatValue, isBlocking, ruleToJson } from "./gateRules.js";
 import type { Stream } from "./waiting.js";
 
@@ -198,7 +198,7 @@ export function writeSummary(result: EvalResult, stream: Stream): void {
 
   if (result.gate !== null) {
     const rate = result.gate["passRate"];
-    const shownRate = typeof rate === "number" ? `, pass rate ${(rate * 100).toFixed(0)}%` : "";
+    const shownRate = typeof rate === "number" ? `, pass rate ${percent(rate, 0)}` : "";
     lines.push("", `Server gate: ${result.gate["passed"] ? "passed" : "failed"}${shownRate}, policy ${pyDumps(result.gate["gate"] ?? null)}`);
     for (const reason of asList(result.gate["reasons"])) lines.push(`  - ${String(reason)}`);
     for (const row of asList(result.gate["costRules"]) as Json[]) {
@@ -214,7 +214,7 @@ export function writeSummary(result: EvalResult, stream: Stream): void {
     lines.push("", `Regressions (${regressed.length}): the baseline passed, the candidate failed`);
     for (const row of regressed) {
       const score = row["score"];
-      const shown = typeof score === "number" ? ` score ${score.toFixed(2)}` : "";
+      const shown = typeof score === "number" ? ` score ${fixed(score, 2)}` : "";
       lines.push(`  - ${String(row["itemId"])} ${quoteExcerpt(row["input"])}${shown}`);
     }
   }

@@ -12,7 +12,7 @@ import { type Client, Client as NeensClient, describeNotice, expectObject, pyRep
 import { percentEncode } from "./correlation.js";
 import { ApiError, ConfigError, EXIT_UNREACHABLE, EXIT_UNTRUSTED, NeensClientError, Unreachable } from "./errors.js";
 import { count, fraction, number, positiveInt, retryWindow, seconds } from "./evalArgs.js";
-import { formatG, pyDumps } from "./format.js";
+import { fixed, formatG, groupedFixed, pyDumps } from "./format.js";
 import type { Json } from "./gateRules.js";
 import { decisionReport } from "./decisionRender.js";
 import { Board, type BoardRow, ObjectPoller, type ObjectWait, waitUntilTerminal } from "./waiting.js";
@@ -649,10 +649,10 @@ function estimate(value: unknown): string {
 /** Dollars with cents; under a dollar four decimals, and "<$0.0001" below that. */
 function dollars(value: number): string {
   if (value === 0 || Math.abs(value) >= 1) {
-    return `$${value < 0 ? "-" : ""}${Math.abs(value).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+    return `$${value < 0 ? "-" : ""}${groupedFixed(Math.abs(value), 2)}`;
   }
   if (Math.abs(value) < 0.0001) return "<$0.0001";
-  return `$${value < 0 ? "-" : ""}${Math.abs(value).toFixed(4)}`;
+  return `$${value < 0 ? "-" : ""}${fixed(Math.abs(value), 4)}`;
 }
 
 function oneLine(text: string): string {

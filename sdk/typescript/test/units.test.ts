@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 
-import { formatG } from "../src/client.js";
+import { fixed, formatG, groupedFixed } from "../src/format.js";
 import { exporterEnv, itemEnv, mergeResourceAttributes, parsePairs } from "../src/correlation.js";
 import { windowSeconds } from "../src/evalArgs.js";
 import { fsum, pyDumps } from "../src/format.js";
@@ -63,4 +63,14 @@ test("numbers are written as Python writes them", () => {
   assert.equal(formatG(0.0012345, 4), "0.001234");
   assert.equal(pyDumps({ a: [1, "é"], b: null }), '{"a": [1, "\\u00e9"], "b": null}');
   assert.equal(fsum([0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]), 1);
+});
+
+test("fixed-point text rounds an exact tie to even, as Python does", () => {
+  // Python: f"{0.125:.2f}" == "0.12", f"{2.5:.0f}" == "2", f"{0.375:.2f}" == "0.38", f"{1.005:.2f}" == "1.00"
+  assert.deepEqual(
+    [fixed(0.125, 2), fixed(2.5, 0), fixed(3.5, 0), fixed(0.375, 2), fixed(1.005, 2), fixed(-0.0001, 1), fixed(12.25, 1), fixed(999.995, 2)],
+    ["0.12", "2", "4", "0.38", "1.00", "-0.0", "12.2", "1000.00"],
+  );
+  assert.equal(groupedFixed(1234567.891, 2), "1,234,567.89");
+  assert.equal(formatG(2.5e-5), "2.5e-05");
 });
