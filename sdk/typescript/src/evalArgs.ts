@@ -101,6 +101,7 @@ function gateOptions(): OptionSpec[] {
     },
     { flag: "--no-gate", kind: "flag", help: "print the gate but exit 0 when it fails (usage errors still exit 2)" },
     { flag: "--json", dest: "asJson", kind: "flag", help: "write one JSON result to stdout (the summary goes to stderr)" },
+    { flag: "--summary-md", metavar: "FILE", kind: "value", help: "also write the result as markdown to FILE, for a CI step to post on the pull request" },
   ];
 }
 

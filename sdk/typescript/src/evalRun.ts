@@ -28,6 +28,7 @@ import {
   writeJson,
   writeSummary,
 } from "./summary.js";
+import { writeSummaryMd } from "./summaryMd.js";
 import { type LastSeen, Poller, Progress, TERMINAL, lastSeenJson, waitForVerdict } from "./waiting.js";
 
 type Env = Record<string, string | undefined>;
@@ -284,6 +285,7 @@ async function conclude(
   } else {
     writeSummary(result, process.stdout);
   }
+  if (args["summaryMd"] !== null) writeSummaryMd(result, String(args["summaryMd"]));
   return exitCode(result);
 }
 
@@ -403,6 +405,15 @@ function noVerdict(
     command: (args["command"] as string[] | undefined) ?? [],
   });
   if (args["asJson"]) writeJson(result, process.stdout);
+  if (args["summaryMd"] !== null) {
+    try {
+      writeSummaryMd(result, String(args["summaryMd"]));
+    } catch (failure) {
+      // The outage stays the error to exit with.
+      if (!(failure instanceof ConfigError)) throw failure;
+      progress.log(`neens: error: ${failure.message}`);
+    }
+  }
   if (result.lastSeen !== null) progress.log(`neens: ${describeLastSeen(result.lastSeen)}`);
   progress.log(
     `neens: no verdict for ${result.runId}; the server keeps the run: once it is back, ` +
