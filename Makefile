@@ -19,10 +19,10 @@ DOC_SCREENSHOTS := preprod-evals preprod-new preprod-run preprod-run-expanded co
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml sdk/python/pyproject.toml Makefile
+$(STAMP): pyproject.toml sdk/pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ./sdk/python -e ".[dev]"
+	$(BIN)/pip install --quiet -e ./sdk -e ".[dev]"
 	$(BIN)/pip install --quiet --no-deps $(NO_DEPS_DEV)
 	touch $(STAMP)
 
