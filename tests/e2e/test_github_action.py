@@ -241,3 +241,18 @@ def test_the_action_comments_the_verdict_on_the_pull_request_and_fails_the_job_o
     step_summary = (tmp_path / "step_summary.md").read_text(encoding="utf-8")
     assert "## Neens pre-prod gate: PASSED" in step_summary
     assert "## Neens pre-prod gate: FAILED" in step_summary
+
+
+def test_the_workflow_of_docs_ci_uses_the_action_with_inputs_it_declares() -> None:
+    text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+    workflow = next(block for block in blocks if "neens-eval-gate" in json.dumps(block))
+    steps = workflow["jobs"]["preprod-eval"]["steps"]
+    (step,) = [s for s in steps if "neens-eval-gate" in s.get("uses", "")]
+    action = yaml.safe_load(ACTION.read_text(encoding="utf-8"))
+
+    assert (ROOT / step["uses"] / "action.yml") == ACTION
+    assert set(step["with"]) <= set(action["inputs"])
+    required = {name for name, spec in action["inputs"].items() if spec.get("required")}
+    assert required <= set(step["with"])
+    assert workflow["permissions"]["pull-requests"] == "write"
