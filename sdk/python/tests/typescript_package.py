@@ -7,6 +7,7 @@ packing is serialised across test processes with a lock file, since it rebuilds 
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import shutil
@@ -39,8 +40,22 @@ def node_tools() -> tuple[str, str] | None:
     return None
 
 
+_PACKED: dict[str, Path] = {}
+"""The tarball this process packed, so it is packed once per test process."""
+
+
 def pack(destination: Path) -> Path:
-    """`npm pack` the package into `destination`; the tarball's path."""
+    """`npm pack` the package (once per process) and copy the tarball into `destination`."""
+    if "tarball" not in _PACKED:
+        folder = tempfile.mkdtemp(prefix="neens-typescript-pack-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _PACKED["tarball"] = _pack(Path(folder))
+    tarball = destination / _PACKED["tarball"].name
+    shutil.copyfile(_PACKED["tarball"], tarball)
+    return tarball
+
+
+def _pack(destination: Path) -> Path:
     tools = node_tools()
     assert tools is not None
     _, npm = tools
