@@ -102,6 +102,13 @@ function invokedDirectly(): boolean {
 }
 
 if (invokedDirectly()) {
+  // Ctrl-C stops only the waiting (a run or sweep goes on at the server): say so, exit 130.
+  // `run` also kills its agent commands, and treats SIGTERM the same (see evalRun.ts).
+  process.on("SIGINT", () => {
+    if (process.listenerCount("SIGINT") > 1) return;
+    process.stderr.write("neens: interrupted\n");
+    process.exit(130);
+  });
   main().then(
     (code) => {
       process.exitCode = code;

@@ -46,8 +46,30 @@ async function reportOnly(args: Parsed, command: () => Promise<number>): Promise
   }
 }
 
+/** What an interrupt must stop: the agent commands running, if any. */
+const interruption: { invoker: Invoker | null } = { invoker: null };
+
+/** SIGTERM (a cancelled CI job) is treated like Ctrl-C: the agent commands are killed too, and
+ * the command exits 130. */
+function onInterrupt(): void {
+  interruption.invoker?.killAllNow();
+  process.stderr.write("neens: interrupted\n");
+  process.exit(130);
+}
+
 /** `neens-eval run`: create or resume a runner-mode run, invoke the agent, gate. */
-export function runCommand(args: Parsed, env: Env = process.env): Promise<number> {
+export async function runCommand(args: Parsed, env: Env = process.env): Promise<number> {
+  process.on("SIGINT", onInterrupt);
+  process.on("SIGTERM", onInterrupt);
+  try {
+    return await runUninterrupted(args, env);
+  } finally {
+    process.off("SIGINT", onInterrupt);
+    process.off("SIGTERM", onInterrupt);
+  }
+}
+
+function runUninterrupted(args: Parsed, env: Env): Promise<number> {
   return reportOnly(args, async () => {
     refuseProjectId(args);
     const command = args["command"] as string[];
@@ -167,14 +189,7 @@ async function runItems(
       `\`${command.join(" ")}\` (concurrency ${String(args["concurrency"])})`,
   );
   const longPrompts: string[] = [];
-  const stop = (): void => {
-    invoker.killAll();
-    progress.close();
-    process.stderr.write("neens: interrupted\n");
-    process.exit(130);
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
+  interruption.invoker = invoker;
   const started = performance.now() / 1000;
   let server: Json = run;
   let lastPoll = started;
@@ -213,8 +228,7 @@ async function runItems(
     await Promise.all(Array.from({ length: concurrency }, worker));
   } finally {
     clearInterval(ticker);
-    process.off("SIGINT", stop);
-    process.off("SIGTERM", stop);
+    interruption.invoker = null;
   }
   for (const itemId of longPrompts) {
     progress.log(`neens: the prompt of item ${itemId} is too long for $${ITEM_INPUT_VAR}; it was given on standard input only`);

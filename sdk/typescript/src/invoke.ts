@@ -144,6 +144,34 @@ export class Invoker {
   killAll(): void {
     for (const child of this.#live) killGroup(child);
   }
+
+  /** On an interrupt, just before the CLI exits: SIGTERM every command's process group, wait up
+   * to 2 seconds for them to go, then SIGKILL whatever is left, all before returning. */
+  killAllNow(): void {
+    const groups = [...this.#live].map((child) => child.pid).filter((pid): pid is number => pid !== undefined);
+    for (const pid of groups) signalGroup(pid, "SIGTERM");
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    const deadline = performance.now() + KILL_GRACE_MS;
+    while (groups.some(groupAlive) && performance.now() < deadline) Atomics.wait(pause, 0, 0, 20);
+    for (const pid of groups) signalGroup(pid, "SIGKILL");
+  }
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** SIGTERM the command's process group, then SIGKILL whatever is left 2 seconds later. */
