@@ -27,6 +27,8 @@ export interface OptionSpec {
   kind: "flag" | "value" | "append" | "extend";
   convert?: (text: string) => unknown;
   default?: unknown;
+  /** A usage error when it is not given (argparse's `required=True`). */
+  required?: boolean;
 }
 
 export interface PositionalSpec {
@@ -36,6 +38,8 @@ export interface PositionalSpec {
   /** `one`: optional single value; `rest`: every remaining positional. */
   kind: "one" | "rest";
   convert?: (text: string) => unknown;
+  /** A usage error when it is not given. */
+  required?: boolean;
 }
 
 export interface CommandSpec {
@@ -142,6 +146,11 @@ export function parseArgs(spec: CommandSpec, argv: readonly string[]): Parsed | 
     }
   }
   if (taken < positionals.length) fail(`unrecognized arguments: ${positionals.slice(taken).join(" ")}`);
+  const missing = [
+    ...spec.positionals.filter((p) => p.required && parsed[p.dest] === null).map((p) => p.metavar),
+    ...spec.options.filter((o) => o.required && parsed[destOf(o)] === null).map((o) => o.flag),
+  ];
+  if (missing.length) fail(`the following arguments are required: ${missing.join(", ")}`);
   return parsed;
 }
 

@@ -25,11 +25,11 @@ export const DATASETS_PUSH_SPEC: CommandSpec = {
     "Upload FILE as a new version of the dataset NAME, creating the dataset if it does not exist. " +
     'Each non-blank line of FILE is a JSON object: {"input": str, "expected_output"?: str | null, "metadata"?: object}.',
   options: [
-    { flag: "--name", metavar: "NAME", kind: "value", help: "name of the dataset to push to" },
+    { flag: "--name", metavar: "NAME", kind: "value", required: true, help: "name of the dataset to push to" },
     { flag: "--golden", kind: "flag", help: "mark the new version as the dataset's golden version" },
     { flag: "--json", dest: "asJson", kind: "flag", help: "print the result as one JSON object on stdout" },
   ],
-  positionals: [{ dest: "file", metavar: "FILE.jsonl", kind: "one", help: "the items, one per line" }],
+  positionals: [{ dest: "file", metavar: "FILE.jsonl", kind: "one", required: true, help: "the items, one per line" }],
 };
 
 export interface PushResult {
@@ -53,8 +53,6 @@ export function describePush(result: PushResult): string {
 }
 
 export async function datasetsPushCommand(args: Parsed, env: Record<string, string | undefined> = process.env): Promise<number> {
-  const missing = [args["file"] === null ? "FILE.jsonl" : null, args["name"] === null ? "--name" : null].filter(Boolean);
-  if (missing.length) throw new ConfigError(`the following arguments are required: ${missing.join(", ")}`);
   const name = String(args["name"]).trim();
   if (!name) throw new ConfigError("--name must not be empty; give the dataset's name");
   const file = String(args["file"]);

@@ -140,7 +140,7 @@ const specs: Record<string, CommandSpec> = {
     usage: "neens-eval sweep-get SWEEP_ID [--wait] [--timeout SECONDS] [--require-all-arms] [--retry-window SECONDS] [--json]",
     description: "Read a sweep (GET /model-sweeps/{id}) and print it; with --wait, follow it to the end.",
     options: output(true),
-    positionals: [{ dest: "sweepId", metavar: "SWEEP_ID", kind: "one", help: "the sweep (msw-…)" }],
+    positionals: [{ dest: "sweepId", metavar: "SWEEP_ID", kind: "one", required: true, help: "the sweep (msw-…)" }],
     epilog: SWEEP_EXIT_CODES,
   },
   "sweep-cancel": {
@@ -148,7 +148,7 @@ const specs: Record<string, CommandSpec> = {
     usage: "neens-eval sweep-cancel SWEEP_ID [--retry-window SECONDS] [--json]",
     description: "Cancel an unfinished sweep (POST /model-sweeps/{id}/cancel).",
     options: output(false),
-    positionals: [{ dest: "sweepId", metavar: "SWEEP_ID", kind: "one", help: "the sweep (msw-…)" }],
+    positionals: [{ dest: "sweepId", metavar: "SWEEP_ID", kind: "one", required: true, help: "the sweep (msw-…)" }],
     epilog: SWEEP_EXIT_CODES,
   },
   "sweep-decide": {
@@ -282,7 +282,6 @@ async function startCommand(args: Parsed): Promise<number> {
 }
 
 async function getCommand(args: Parsed): Promise<number> {
-  if (given(args["sweepId"]) === null) throw new ConfigError("the following arguments are required: SWEEP_ID");
   const board = new Board(process.stderr);
   const client = makeClient(args, board);
   const path = sweepPath(String(args["sweepId"]));
@@ -292,7 +291,6 @@ async function getCommand(args: Parsed): Promise<number> {
 }
 
 async function cancelCommand(args: Parsed): Promise<number> {
-  if (given(args["sweepId"]) === null) throw new ConfigError("the following arguments are required: SWEEP_ID");
   const board = new Board(process.stderr);
   const client = makeClient(args, board);
   const path = `${sweepPath(String(args["sweepId"]))}/cancel`;
