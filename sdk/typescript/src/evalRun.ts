@@ -550,7 +550,7 @@ async function runCreatedBy(client: Client, body: Json, known: string[], error: 
 }
 
 function warnGateNotApplied(policy: GatePolicy, run: Json, progress: Progress): void {
-  if (policy.gate && Object.keys(policy.gate).length && pyDumps(policy.gate) !== pyDumps(run["gate"] ?? null)) {
+  if (policy.gate && Object.keys(policy.gate).length && canonical(policy.gate) !== canonical(run["gate"] ?? null)) {
     progress.log(
       `neens: warning: the gate block of ${String(policy.source)} is not applied: ${String(run["id"])} ` +
         `was created with the gate ${pyDumps(run["gate"] ?? null)}, which the server keeps`,
@@ -594,6 +594,15 @@ function captured(run: Json): number {
 
 function runUrl(client: Client, run: Json): string {
   return `${client.baseUrl}/preprod-evals/${percentEncode(String(run["id"]))}`;
+}
+
+/** JSON with sorted keys: two objects are equal as dicts are in Python, whatever their order. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (isJson(value)) {
+    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonical(value[key])}`).join(",")}}`;
+  }
+  return JSON.stringify(value ?? null);
 }
 
 function isJson(value: unknown): value is Json {
