@@ -19,10 +19,10 @@ DOC_SCREENSHOTS := preprod-evals preprod-new preprod-run preprod-run-expanded co
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml sdk/python/pyproject.toml Makefile
+$(STAMP): pyproject.toml sdk/pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ./sdk/python -e ".[dev]"
+	$(BIN)/pip install --quiet -e ./sdk -e ".[dev]"
 	$(BIN)/pip install --quiet --no-deps $(NO_DEPS_DEV)
 	touch $(STAMP)
 
@@ -42,9 +42,14 @@ serve: install ## Run the server on the embedded SQLite database (http://127.0.0
 # `make test TEST_WORKERS=0` runs everything in this process, one at a time.
 TEST_WORKERS ?= auto
 
-test: install ## Run the whole test suite on SQLite and PostgreSQL
+test: install test-ts ## Run the whole test suite on SQLite and PostgreSQL, and the TypeScript SDK's
 	$(BIN)/pytest -n $(TEST_WORKERS) -m "not alone" $(PYTEST_ARGS)
 	$(BIN)/pytest -m alone $(PYTEST_ARGS)
+
+# The TypeScript SDK (sdk/typescript) with the machine's Node (20 or later) and npm: `npm ci` from
+# its lockfile, then its build and node:test suite, the conformance table included.
+test-ts: ## Build the TypeScript SDK and run its tests
+	cd sdk/typescript && npm ci --no-audit --no-fund && npm test
 
 check: install ## Lint and type-check (ruff + mypy --strict)
 	$(BIN)/ruff check .
@@ -73,4 +78,4 @@ bench: install ## Run the benchmarks (each prints a ratio against its baseline)
 	$(BIN)/python bench/exp_compare.py
 	$(BIN)/python bench/exp_run.py
 
-.PHONY: help install demo demo-stack serve test check format openapi screenshots bench
+.PHONY: help install demo demo-stack serve test test-ts check format openapi screenshots bench

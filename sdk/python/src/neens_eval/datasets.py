@@ -88,6 +88,7 @@ def register(subparsers: Subparsers) -> None:
             'not exist. Each non-blank line of FILE is a JSON object: {"input": str, '
             '"expected_output"?: str | null, "metadata"?: object}.'
         ),
+        usage="neens datasets push FILE.jsonl --name NAME [--golden] [--json]",
     )
     push.add_argument("file", type=Path, metavar="FILE.jsonl", help="the items, one per line")
     push.add_argument("--name", required=True, help="name of the dataset to push to")

@@ -274,6 +274,12 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
         dest="as_json",
         help="write one JSON result to stdout (the summary goes to stderr)",
     )
+    output.add_argument(
+        "--summary-md",
+        type=Path,
+        metavar="FILE",
+        help="also write the result as markdown to FILE, for a CI step to post on the pull request",
+    )
 
 
 def server_gate(policy: GatePolicy, args: argparse.Namespace) -> dict[str, Any]:

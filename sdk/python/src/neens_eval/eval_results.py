@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from neens_eval.client import Client, expect_object
-from neens_eval.errors import EXIT_UNREACHABLE, ApiError, NeensClientError
+from neens_eval.errors import EXIT_UNREACHABLE, ApiError, ConfigError, NeensClientError
 from neens_eval.gate_rules import GatePolicy, RunData, evaluate
 from neens_eval.invoke import ItemRun
 from neens_eval.summary import (
@@ -24,6 +24,7 @@ from neens_eval.summary import (
     write_json,
     write_summary,
 )
+from neens_eval.summary_md import write_summary_md
 from neens_eval.waiting import LastSeen, Poller, Progress, WaitResult
 
 
@@ -157,6 +158,11 @@ def no_verdict(
     )
     if args.as_json:
         write_json(result, sys.stdout)
+    if args.summary_md is not None:
+        try:
+            write_summary_md(result, args.summary_md)
+        except ConfigError as exc:  # the outage stays the error to exit with
+            progress.log(f"neens: error: {exc}")
     if result.last_seen is not None:
         progress.log(f"neens: {describe_last_seen(result.last_seen)}")
     progress.log(
@@ -172,6 +178,8 @@ def emit(result: EvalResult, args: argparse.Namespace) -> None:
         write_json(result, sys.stdout)
     else:
         write_summary(result, sys.stdout)
+    if args.summary_md is not None:
+        write_summary_md(result, args.summary_md)
 
 
 def _url(client: Client, run: Mapping[str, Any]) -> str:

@@ -31,6 +31,7 @@ This module drives a run (invoking the agent, waiting for the verdict); the flag
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import signal
@@ -339,7 +340,7 @@ def _warn_gate_not_applied(policy: GatePolicy, run: Mapping[str, Any], progress:
     if policy.gate and policy.gate != run.get("gate"):
         progress.log(
             f"neens: warning: the gate block of {policy.source} is not applied: {run.get('id')} "
-            f"was created with the gate {run.get('gate')}, which the server keeps"
+            f"was created with the gate {json.dumps(run.get('gate'))}, which the server keeps"
         )
 
 

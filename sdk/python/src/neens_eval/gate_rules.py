@@ -267,12 +267,12 @@ def _why_unknown(dimension: str, cohort: Mapping[str, Any]) -> str:
 def _verdict(check: Check, observed: float) -> RuleResult:
     if check.is_minimum:
         failed = observed < check.threshold and not _close(observed, check.threshold)
-        relation = "below the minimum" if failed else "meets the minimum"
+        relation = "is below the minimum" if failed else "meets the minimum"
     else:
         failed = observed > check.threshold and not _close(observed, check.threshold)
-        relation = "above the maximum" if failed else "within the maximum"
+        relation = "is above the maximum" if failed else "is within the maximum"
     reason = (
-        f"{_describe(check)} {format_value(check, observed)} is {relation} "
+        f"{_describe(check)} {format_value(check, observed)} {relation} "
         f"{format_value(check, check.threshold)}"
     )
     return RuleResult(check, "fail" if failed else "pass", observed, reason, check.severity)

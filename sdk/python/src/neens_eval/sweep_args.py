@@ -146,6 +146,8 @@ def add_commands(
         description="Read a sweep and print it; with --wait, follow it until it is finished.",
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="neens sweep get SWEEP_ID [--wait] [--timeout SECONDS] [--require-all-arms] "
+        "[--retry-window SECONDS] [--json]",
     )
     get_parser.add_argument("sweep_id", metavar="SWEEP_ID", help="the sweep (msw-…)")
     _add_output(get_parser, waits=True)
@@ -160,6 +162,7 @@ def add_commands(
         ),
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="neens sweep cancel SWEEP_ID [--retry-window SECONDS] [--json]",
     )
     cancel_parser.add_argument("sweep_id", metavar="SWEEP_ID", help="the sweep (msw-…)")
     _add_output(cancel_parser, waits=False)
