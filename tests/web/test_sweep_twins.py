@@ -75,6 +75,7 @@ async def test_a_sweeps_page_shows_each_arm_as_the_detail_answers(
                 at = {"arm": arm["id"]}
                 same(one(shown_html, "status", **at), arm["status"])
                 same(one(shown_html, "model", **at), arm["model"])
+                same(one(shown_html, "modelProvider", **at), arm["modelProvider"])
                 same(one(shown_html, "passed", **at), arm["passed"])
                 same(one(shown_html, "greenRuns", **at), arm["greenRuns"])
                 for field, value in arm["progress"].items():
@@ -87,6 +88,7 @@ async def test_a_sweeps_page_shows_each_arm_as_the_detail_answers(
             assert shown(html, "divergedArms[]") == []
             assert f"/ui/sweeps/{sweep_id}/compare" in html
             # Every arm runs on a connection of provider "simulated", and says so.
+            assert {arm["modelProvider"] for arm in sweep["arms"]} == {"simulated"}
             assert html.count('data-simulated="true"') == len(sweep["arms"])
 
 
