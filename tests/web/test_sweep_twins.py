@@ -5,38 +5,14 @@ drill-down and the public share page, each held value by value against the API's
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from neens.web import formats
-from tests.web.conftest import Site, run_async
-from tests.web.pages import ABSENT, Shown, csrf_of, one, page, shown, sign_in, twin
-from tests.web.sweeps import Sweeps, enable_sharing, seed_sweeps
-
-
-@pytest.fixture(scope="module")
-def sweeps(site: Site) -> Iterator[Sweeps]:
-    async def seed() -> Sweeps:
-        async with httpx.AsyncClient(base_url=site.url, timeout=60) as client:
-            return await seed_sweeps(client, site.admin, site.database_url)
-
-    yield run_async(seed())
-
-
-@pytest.fixture
-async def pages(site: Site) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=site.url, timeout=30) as client:
-        await sign_in(client, site.admin)
-        yield client
-
-
-def same(s: Shown, value: Any, text: str | None = None) -> None:
-    assert s.value is not ABSENT and s.value == value, (s, value)
-    if text is not None:
-        assert s.text == text, (s, text)
+from tests.web.conftest import Site
+from tests.web.pages import csrf_of, one, page, same, shown, sign_in, twin
+from tests.web.sweeps import Sweeps, enable_sharing
 
 
 async def test_the_sweep_list_shows_the_sweeps_the_list_answers(
