@@ -9,10 +9,12 @@ from typing import Any
 
 import httpx
 
+from neens.demo.endpoints import Agent, serve
 from neens.web import formats
+from tests.api.test_sweeps import RIGHT
 from tests.web.conftest import Site
 from tests.web.pages import csrf_of, one, page, same, shown, sign_in, twin
-from tests.web.sweeps import Sweeps, enable_sharing
+from tests.web.sweeps import Sweeps, enable_sharing, slow_sweep
 
 
 async def test_the_sweep_list_shows_the_sweeps_the_list_answers(
@@ -297,3 +299,43 @@ async def test_another_projects_sweeps_are_not_found_and_pages_need_sign_in(
         for path in paths:
             assert (await other.get(path)).status_code == 404, path
         assert sweeps.priced not in await page(other, "/ui/sweeps")
+
+
+async def test_cancel_sweep_on_its_page_needs_the_form_token_this_site_and_the_project(
+    site: Site, pages: httpx.AsyncClient, anonymous: httpx.AsyncClient
+) -> None:
+    agent = Agent(RIGHT, latency_s=2.0)
+    with serve(agent) as server:
+        sweep_id = await slow_sweep(pages, site.admin, server.url(agent.path))
+        html = await page(pages, f"/ui/sweeps/{sweep_id}")
+        action = f"/ui/sweeps/{sweep_id}/cancel"
+        assert f'action="{action}"' in html
+        token = csrf_of(html)
+        await sign_in(anonymous, site.other)
+        foreign_token = csrf_of(await page(anonymous, "/ui/sweeps"))
+        refused = [
+            await pages.post(action, data={}),
+            await pages.post(action, data={"csrf_token": "guess"}),
+            await pages.post(action, data={"csrf_token": foreign_token}),
+            await pages.post(
+                action, data={"csrf_token": token}, headers={"Origin": "https://evil.example"}
+            ),
+            await pages.post(action, data={"csrf_token": token}, headers={"Origin": "null"}),
+        ]
+        assert [r.status_code for r in refused] == [403] * len(refused)
+        why = ["posted as", "out of date", "out of date", "another site", "another site"]
+        assert all(words in r.text for words, r in zip(why, refused, strict=True))
+        # Another project's key, with a token of its own session, finds no such sweep.
+        r = await anonymous.post(action, data={"csrf_token": foreign_token})
+        assert r.status_code == 404 and "Followed live" not in r.text
+        going = await twin(pages, site.admin, f"/model-sweeps/{sweep_id}")
+        assert going["status"] == "running", "a refused form changed nothing"
+
+        r = await pages.post(action, data={"csrf_token": token})
+        assert (r.status_code, r.headers["location"]) == (303, f"/ui/sweeps/{sweep_id}")
+        html = await page(pages, r.headers["location"])
+    cancelled = await twin(pages, site.admin, f"/model-sweeps/{sweep_id}")
+    assert (cancelled["status"], cancelled["reason"]) == ("cancelled", "cancelled by request")
+    same(one(html, "status"), "cancelled")
+    assert one(html, "reason").text == "cancelled by request"
+    assert "Cancel sweep" not in html
