@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from neens.demo.endpoints import PRICED_MODEL, UNPRICED_MODEL, Agent, refused_url, serve, steady
 from neens.settings import Settings
+from neens.store import migrate
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from tests.support.live import app_client
@@ -173,6 +174,57 @@ async def test_every_arm_dead_fails_the_sweep_with_each_reason(
     assert done["status"] == "failed"
     assert done["reason"].startswith("every arm failed: sonnet: ")
     assert "mini: " in done["reason"]
+
+
+async def test_each_arm_carries_its_connections_provider_copied_at_create(
+    settings: Settings, db: Database, database_url: str, admin_key: CreatedKey
+) -> None:
+    """`modelProvider` is the connection's provider as it was when the sweep was created: a
+    later change to the connection does not reach the arm, and an arm that recorded none (made
+    before the column existed) answers null until the migration fills it from its first run."""
+    async with app_client(settings, db) as client:
+        tag = uuid.uuid4().hex[:8]
+        dataset_id, _ = await golden_dataset(client, admin_key, ITEMS, name=f"golden-{tag}")
+        conns = [
+            await connection(client, admin_key, refused_url("/a"), name=f"a-{tag}",
+                             model="gpt-4o", provider="openai"),
+            await connection(client, admin_key, refused_url("/b"), name=f"b-{tag}",
+                             model="sim-frontier-mini", provider="simulated"),
+            await connection(client, admin_key, refused_url("/c"), name=f"c-{tag}"),
+        ]  # fmt: skip
+        sweep = await create_sweep(
+            client,
+            admin_key,
+            datasetId=dataset_id,
+            arms=[{"label": f"arm {n}", "agentConnectionId": c} for n, c in enumerate(conns)],
+        )
+        assert [a["modelProvider"] for a in sweep["arms"]] == ["openai", "simulated", "agent_http"]
+        r = await client.patch(
+            f"/agent-connections/{conns[0]}", json={"provider": "azure"}, headers=auth(admin_key)
+        )
+        assert r.status_code == 200, r.text
+        done = await wait_for_sweep(client, admin_key, sweep["id"])
+        listed = (await client.get("/model-sweeps", headers=auth(admin_key))).json()["sweeps"]
+        for shown in (done, next(s for s in listed if s["id"] == sweep["id"])):
+            assert [a["modelProvider"] for a in shown["arms"]] == [
+                "openai", "simulated", "agent_http",
+            ]  # fmt: skip
+        first_run = arm(done, "arm 1")["runIds"][0]
+        async with db.write() as s:
+            await s.execute(
+                text("UPDATE model_sweep_arms SET model_provider = NULL WHERE id = :id"),
+                {"id": arm(done, "arm 1")["id"]},
+            )
+        again = (await client.get(f"/model-sweeps/{sweep['id']}", headers=auth(admin_key))).json()
+        assert arm(again, "arm 1")["modelProvider"] is None, "not recorded: null, never guessed"
+        run = (await client.get(f"/preprod-evals/{first_run}", headers=auth(admin_key))).json()
+        assert run["modelProvider"] == "simulated"
+    # Upgrading to the revision that added the column fills it from the arm's first run.
+    await migrate.downgrade(database_url, "0010")
+    await migrate.upgrade(database_url)
+    async with app_client(settings, db) as client:
+        after = (await client.get(f"/model-sweeps/{sweep['id']}", headers=auth(admin_key))).json()
+    assert [a["modelProvider"] for a in after["arms"]] == ["openai", "simulated", "agent_http"]
 
 
 async def test_a_child_run_whose_judges_were_altered_voids_the_sweep_for_good(

@@ -99,6 +99,13 @@ def shown(html: str, field: str, **scope: Any) -> list[Shown]:
     ]
 
 
+def same(s: Shown, value: Any, text: str | None = None) -> None:
+    """`s` carries `value` and, when given, reads `text`."""
+    assert s.value is not ABSENT and s.value == value, (s, value)
+    if text is not None:
+        assert s.text == text, (s, text)
+
+
 def one(html: str, field: str, **scope: Any) -> Shown:
     found = shown(html, field, **scope)
     assert len(found) == 1, f"{field} {scope}: {found}"

@@ -1,10 +1,12 @@
 """Sweeps for the sweep pages' tests, run for real through the API against simulated agent
 endpoints on loopback: a priced one with a regressing arm, an unpriced arm and per-agent answers,
-and a void one (a child run's version label altered in the database, as a read then finds)."""
+and a void one (a child run's version label altered in the database, as a read then finds);
+and a slow one to follow or cancel while it runs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from uuid import uuid4
 
 import httpx
 from sqlalchemy import text
@@ -13,8 +15,8 @@ from neens.demo.endpoints import PRICED_MODEL, UNPRICED_MODEL, Agent, serve
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from tests.api.test_sweep_decisions import AGENTS, sweep_of
-from tests.api.test_sweeps import RIGHT
-from tests.support.preprod import auth
+from tests.api.test_sweeps import ITEMS, RIGHT
+from tests.support.preprod import auth, connection, golden_dataset
 
 BIG = {"prompt_tokens": 20_000, "completion_tokens": 4_000}
 SMALL = {"prompt_tokens": 1000, "completion_tokens": 200}
@@ -86,3 +88,26 @@ async def seed_sweeps(client: httpx.AsyncClient, key: CreatedKey, database_url: 
 async def enable_sharing(client: httpx.AsyncClient, key: CreatedKey, enabled: bool) -> None:
     r = await client.put("/share-links/settings", json={"enabled": enabled}, headers=auth(key))
     assert r.status_code == 200, r.text
+
+
+async def slow_sweep(client: httpx.AsyncClient, key: CreatedKey, url: str) -> str:
+    """A sweep of two arms, k=1, on the agent at `url` (each arm its own query string): as slow
+    as that agent answers, so a test can watch it run or cancel it."""
+    dataset_id, _ = await golden_dataset(client, key, ITEMS, name=f"slow-golden {uuid4().hex[:8]}")
+    conns = [
+        await connection(client, key, f"{url}?arm={n}", name=f"slow {n} {uuid4().hex[:8]}")
+        for n in range(2)
+    ]
+    r = await client.post(
+        "/model-sweeps",
+        json={
+            "name": "Followed live",
+            "versionLabel": "live",
+            "datasetId": dataset_id,
+            "passK": 1,
+            "arms": [{"label": f"arm {n}", "agentConnectionId": c} for n, c in enumerate(conns)],
+        },
+        headers=auth(key),
+    )
+    assert r.status_code == 201, r.text
+    return str(r.json()["id"])

@@ -4,7 +4,6 @@ redirect elsewhere after sign-in, another project's ids, a revoked key, markup i
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -17,19 +16,6 @@ from neens.web import cookies
 from tests.web.conftest import Site, make_key, run_async
 from tests.web.pages import csrf_of, page, sign_in, twin
 from tests.web.scenario import MARKUP, plant_markup
-
-
-@pytest.fixture
-async def pages(site: Site) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=site.url, timeout=30) as client:
-        await sign_in(client, site.admin)
-        yield client
-
-
-@pytest.fixture
-async def anonymous(site: Site) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=site.url, timeout=30) as client:
-        yield client
 
 
 async def test_a_page_without_a_session_sends_to_sign_in_and_back(

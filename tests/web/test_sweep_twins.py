@@ -5,38 +5,16 @@ drill-down and the public share page, each held value by value against the API's
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
-import pytest
 
+from neens.demo.endpoints import Agent, serve
 from neens.web import formats
-from tests.web.conftest import Site, run_async
-from tests.web.pages import ABSENT, Shown, csrf_of, one, page, shown, sign_in, twin
-from tests.web.sweeps import Sweeps, enable_sharing, seed_sweeps
-
-
-@pytest.fixture(scope="module")
-def sweeps(site: Site) -> Iterator[Sweeps]:
-    async def seed() -> Sweeps:
-        async with httpx.AsyncClient(base_url=site.url, timeout=60) as client:
-            return await seed_sweeps(client, site.admin, site.database_url)
-
-    yield run_async(seed())
-
-
-@pytest.fixture
-async def pages(site: Site) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=site.url, timeout=30) as client:
-        await sign_in(client, site.admin)
-        yield client
-
-
-def same(s: Shown, value: Any, text: str | None = None) -> None:
-    assert s.value is not ABSENT and s.value == value, (s, value)
-    if text is not None:
-        assert s.text == text, (s, text)
+from tests.api.test_sweeps import RIGHT
+from tests.web.conftest import Site
+from tests.web.pages import csrf_of, one, page, same, shown, sign_in, twin
+from tests.web.sweeps import Sweeps, enable_sharing, slow_sweep
 
 
 async def test_the_sweep_list_shows_the_sweeps_the_list_answers(
@@ -75,6 +53,7 @@ async def test_a_sweeps_page_shows_each_arm_as_the_detail_answers(
                 at = {"arm": arm["id"]}
                 same(one(shown_html, "status", **at), arm["status"])
                 same(one(shown_html, "model", **at), arm["model"])
+                same(one(shown_html, "modelProvider", **at), arm["modelProvider"])
                 same(one(shown_html, "passed", **at), arm["passed"])
                 same(one(shown_html, "greenRuns", **at), arm["greenRuns"])
                 for field, value in arm["progress"].items():
@@ -87,6 +66,7 @@ async def test_a_sweeps_page_shows_each_arm_as_the_detail_answers(
             assert shown(html, "divergedArms[]") == []
             assert f"/ui/sweeps/{sweep_id}/compare" in html
             # Every arm runs on a connection of provider "simulated", and says so.
+            assert {arm["modelProvider"] for arm in sweep["arms"]} == {"simulated"}
             assert html.count('data-simulated="true"') == len(sweep["arms"])
 
 
@@ -319,3 +299,43 @@ async def test_another_projects_sweeps_are_not_found_and_pages_need_sign_in(
         for path in paths:
             assert (await other.get(path)).status_code == 404, path
         assert sweeps.priced not in await page(other, "/ui/sweeps")
+
+
+async def test_cancel_sweep_on_its_page_needs_the_form_token_this_site_and_the_project(
+    site: Site, pages: httpx.AsyncClient, anonymous: httpx.AsyncClient
+) -> None:
+    agent = Agent(RIGHT, latency_s=2.0)
+    with serve(agent) as server:
+        sweep_id = await slow_sweep(pages, site.admin, server.url(agent.path))
+        html = await page(pages, f"/ui/sweeps/{sweep_id}")
+        action = f"/ui/sweeps/{sweep_id}/cancel"
+        assert f'action="{action}"' in html
+        token = csrf_of(html)
+        await sign_in(anonymous, site.other)
+        foreign_token = csrf_of(await page(anonymous, "/ui/sweeps"))
+        refused = [
+            await pages.post(action, data={}),
+            await pages.post(action, data={"csrf_token": "guess"}),
+            await pages.post(action, data={"csrf_token": foreign_token}),
+            await pages.post(
+                action, data={"csrf_token": token}, headers={"Origin": "https://evil.example"}
+            ),
+            await pages.post(action, data={"csrf_token": token}, headers={"Origin": "null"}),
+        ]
+        assert [r.status_code for r in refused] == [403] * len(refused)
+        why = ["posted as", "out of date", "out of date", "another site", "another site"]
+        assert all(words in r.text for words, r in zip(why, refused, strict=True))
+        # Another project's key, with a token of its own session, finds no such sweep.
+        r = await anonymous.post(action, data={"csrf_token": foreign_token})
+        assert r.status_code == 404 and "Followed live" not in r.text
+        going = await twin(pages, site.admin, f"/model-sweeps/{sweep_id}")
+        assert going["status"] == "running", "a refused form changed nothing"
+
+        r = await pages.post(action, data={"csrf_token": token})
+        assert (r.status_code, r.headers["location"]) == (303, f"/ui/sweeps/{sweep_id}")
+        html = await page(pages, r.headers["location"])
+    cancelled = await twin(pages, site.admin, f"/model-sweeps/{sweep_id}")
+    assert (cancelled["status"], cancelled["reason"]) == ("cancelled", "cancelled by request")
+    same(one(html, "status"), "cancelled")
+    assert one(html, "reason").text == "cancelled by request"
+    assert "Cancel sweep" not in html

@@ -4,31 +4,14 @@ shows is held against the JSON — the value it carries and the text a person re
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
-import pytest
 
 from neens.web import formats
 from tests.web.conftest import Site
-from tests.web.pages import ABSENT, Shown, csrf_of, one, page, shown, sign_in, twin
-
-
-@pytest.fixture
-async def pages(site: Site) -> AsyncIterator[httpx.AsyncClient]:
-    """A browser-like client signed in with the site's admin key."""
-    async with httpx.AsyncClient(base_url=site.url, timeout=30) as client:
-        await sign_in(client, site.admin)
-        yield client
-
-
-def same(s: Shown, value: Any, text: str | None = None) -> None:
-    """`s` carries `value` and, when given, reads `text`."""
-    assert s.value is not ABSENT and s.value == value, (s, value)
-    if text is not None:
-        assert s.text == text, (s, text)
+from tests.web.pages import csrf_of, one, page, same, shown, twin
 
 
 async def test_the_run_page_shows_the_run_its_gate_comparison_metrics_and_items(

@@ -40,6 +40,7 @@ def arm(
         "label": label,
         "agentConnectionId": f"conn_{label[0]}",
         "model": {"sonnet": "claude-sonnet-4-5", "mini": "gpt-4o-mini"}.get(label),
+        "modelProvider": {"sonnet": "anthropic", "mini": "openai"}.get(label),
         "status": status,
         "progress": {
             "runsFinished": finished,

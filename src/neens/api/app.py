@@ -148,7 +148,7 @@ def create_app(settings: Settings, *, database: Database | None = None) -> FastA
     app.mount("/ui", create_web_app(app.state))
     # Innermost first: each add wraps the ones before it.
     app.add_middleware(JsonDepthMiddleware, own_decoders=frozenset({"/v1/traces"}))
-    app.add_middleware(UnstorableParameterMiddleware)
+    app.add_middleware(UnstorableParameterMiddleware, pages="/ui")
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(ErrorEnvelopeMiddleware)
     return app

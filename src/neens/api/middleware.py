@@ -12,7 +12,8 @@ They sit outside FastAPI's routing so that no route can forget them:
   they are parsed: Python's parser and pydantic recurse per level, and a few thousand levels
   raise RecursionError.
 - `UnstorableParameterMiddleware` refuses a NUL character in the path (404: no id holds one) or
-  in a query parameter (422 naming it): PostgreSQL cannot compare text holding NUL at all.
+  in a query parameter (422 naming it): PostgreSQL cannot compare text holding NUL at all. The
+  pages refuse it the same way, as a page.
 """
 
 from __future__ import annotations
@@ -230,23 +231,36 @@ def _replay(first: Message, receive: Receive) -> Receive:
     return replay
 
 
+def unstorable_parameter(scope: Scope) -> NeensError | None:
+    """A NUL character in the path (404: no id holds one) or in a query parameter (422 naming
+    it); None when the request has none."""
+    if "\x00" in scope["path"]:
+        return NotFound("no resource here: the path holds a NUL character (%00)")
+    for name, value in QueryParams(scope.get("query_string", b"")).multi_items():
+        if "\x00" in name or "\x00" in value:
+            field = name.replace("\x00", "\\x00")
+            return Unprocessable(
+                f"{field} holds a NUL character (%00), which no value can contain; remove it",
+                field=field,
+            )
+    return None
+
+
 class UnstorableParameterMiddleware(HttpMiddleware):
-    """A NUL character in the path is a 404 and in a query parameter a 422 naming it."""
+    """A NUL character in the path is a 404 and in a query parameter a 422 naming it, in the
+    JSON error shape; paths under `pages` are left to the pages, which answer the same as a
+    page (`neens.web.app`)."""
+
+    def __init__(self, app: ASGIApp, *, pages: str | None = None) -> None:
+        super().__init__(app)
+        self.pages = pages
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        error: NeensError | None = None
-        if "\x00" in scope["path"]:
-            error = NotFound("no resource here: the path holds a NUL character (%00)")
-        else:
-            for name, value in QueryParams(scope.get("query_string", b"")).multi_items():
-                if "\x00" in name or "\x00" in value:
-                    field = name.replace("\x00", "\\x00")
-                    error = Unprocessable(
-                        f"{field} holds a NUL character (%00), which no value can contain; "
-                        "remove it",
-                        field=field,
-                    )
-                    break
+        path: str = scope["path"]
+        if self.pages and (path == self.pages or path.startswith(f"{self.pages}/")):
+            await self.app(scope, receive, send)
+            return
+        error = unstorable_parameter(scope)
         if error is not None:
             await send_error(error, scope, receive, send)
             return

@@ -440,7 +440,7 @@ class ShareLink(Base):
 
 
 class SweepArm(Base):
-    """One arm of a sweep: one agent connection, its model copied at create."""
+    """One arm of a sweep: one agent connection, its model and provider copied at create."""
 
     __tablename__ = "model_sweep_arms"
     __table_args__ = (
@@ -455,6 +455,7 @@ class SweepArm(Base):
     label: Mapped[str] = mapped_column(String(200))
     agent_connection_id: Mapped[str] = mapped_column(String(40))
     model: Mapped[str | None] = mapped_column(String(500), default=None)
+    model_provider: Mapped[str | None] = mapped_column(String(100), default=None)
     concurrency: Mapped[int] = mapped_column(Integer)
     """Calls this arm's run may have in flight: its share of the sweep's."""
     status: Mapped[str] = mapped_column(String(40), default="pending")

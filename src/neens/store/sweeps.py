@@ -258,6 +258,7 @@ async def create_sweep(
                 label=arm.label,
                 agent_connection_id=arm.connection_id,
                 model=arm.model,
+                model_provider=arm.provider,
                 concurrency=share,
                 status="pending",
             )

@@ -49,6 +49,8 @@ class SweepView:
     rollup: SweepRollup
     models: dict[str, str | None]
     """Arm id → the model copied from its connection at create."""
+    providers: dict[str, str | None]
+    """Arm id → the provider copied from its connection at create; None when not recorded."""
     connections: dict[str, str]
     """Arm id → its agent connection."""
     spent_usd: float
@@ -185,6 +187,7 @@ async def _view_of(s: Any, sweep: ModelSweep) -> SweepView:
         sweep,
         state.roll_up(),
         {arm.id: arm.model for arm in state.arms},
+        {arm.id: arm.model_provider for arm in state.arms},
         {arm.id: arm.agent_connection_id for arm in state.arms},
         spent,
         unpriced,

@@ -15,8 +15,10 @@ from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import State
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from neens.api.errors import validation_error_body
+from neens.api.middleware import unstorable_parameter
 from neens.errors import NeensError
 from neens.web.guard import SIGN_IN, FormRefused, SignInRequired, clear_session_cookie
 from neens.web.render import environment, query, render
@@ -50,12 +52,30 @@ def error_page(request: Request, status: int, message: str) -> Response:
     )
 
 
+class UnstorablePageParameters:
+    """A NUL character in a page's path (404) or query (422 naming it), answered as a page
+    before any route or the static files see it: the API's rule (`UnstorableParameterMiddleware`),
+    which leaves `/ui` to this."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        error = unstorable_parameter(scope) if scope["type"] == "http" else None
+        if error is None:
+            await self.app(scope, receive, send)
+            return
+        response = error_page(Request(scope), error.status_code, error.message)
+        await response(scope, receive, send)
+
+
 def create_web_app(shared: State) -> FastAPI:
     """The pages, reading the database, settings and worker from the API's `shared` state."""
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.shared = shared
     app.state.templates = environment()
     app.state.signing_keys = {}
+    app.add_middleware(UnstorablePageParameters)
     app.mount("/static", StaticFiles(packages=[("neens.web", "static")]), name="static")
     for module in ROUTERS:
         app.include_router(module.router)

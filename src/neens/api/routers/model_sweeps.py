@@ -88,6 +88,7 @@ def sweep_out(view: views.SweepView) -> SweepOut:
                 label=arm.label,
                 agent_connection_id=view.connections[arm.id],
                 model=view.models[arm.id],
+                model_provider=view.providers[arm.id],
                 status=arm.status,
                 progress=ArmProgress(
                     runs_finished=arm.runs_finished,

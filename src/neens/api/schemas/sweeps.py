@@ -99,6 +99,10 @@ class SweepArmOut(ResponseBody):
     label: str = Field(description="The arm's label.")
     agent_connection_id: str = Field(description="The connection it calls.")
     model: str | None = Field(description="The connection's model, copied at create.")
+    model_provider: str | None = Field(
+        description="The connection's provider, copied at create with the model (e.g. "
+        "`agent_http`, `openai`, `simulated`); null when not recorded."
+    )
     status: str = Field(description="pending, running, completed, failed or cancelled.")
     progress: ArmProgress = Field(description="Runs and items done.")
     green_runs: int = Field(

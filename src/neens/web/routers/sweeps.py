@@ -18,11 +18,9 @@ from fastapi.responses import RedirectResponse, Response
 
 from neens.api.paging import MAX_CURSOR_CHARS
 from neens.api.routers import model_sweeps as api_sweeps
-from neens.api.routers import preprod_evals as api_runs
 from neens.api.routers import share_links as api_share
 from neens.api.routers import sweep_decisions as api_decisions
 from neens.api.schemas.share import ShareLinkIn
-from neens.api.schemas.sweeps import SweepOut
 from neens.domain.sweeps import SWEEP_TERMINAL
 from neens.errors import NotFound, Unprocessable
 from neens.views.decisions import sweep_decision
@@ -73,18 +71,6 @@ def _arm_param(text: str | None) -> str | None:
     return text.strip() or None
 
 
-async def _providers(request: Request, viewer: Viewer, sweep: SweepOut) -> dict[str, str | None]:
-    """Arm id → the provider its runs recorded (`modelProvider` of its first run), so a
-    simulated model is labelled as one; None before the arm has a run."""
-    found: dict[str, str | None] = {}
-    for arm in sweep.arms:
-        found[arm.id] = None
-        if arm.run_ids:
-            run = await api_runs.get_run(arm.run_ids[0], viewer.principal, db_of(request))
-            found[arm.id] = run.model_provider
-    return found
-
-
 def ordered(arms: Sequence[T], leaderboard: Sequence[str]) -> list[T]:
     """The arms as the leaderboard lists them, the unranked ones after in position order: the
     order the API answered, never a ranking of the page's own."""
@@ -113,11 +99,7 @@ async def sweep_list(request: Request, viewer: ViewerDep, cursor: CursorQuery = 
 
 async def _detail(request: Request, viewer: Viewer, sweep_id: str) -> dict[str, Any]:
     sweep = await api_sweeps.get_sweep(sweep_id, viewer.principal, db_of(request))
-    return {
-        "sweep": sweep,
-        "providers": await _providers(request, viewer, sweep),
-        "terminal": sweep.status in SWEEP_TERMINAL,
-    }
+    return {"sweep": sweep, "terminal": sweep.status in SWEEP_TERMINAL}
 
 
 @router.get("/sweeps/{sweep_id}")
@@ -172,7 +154,7 @@ async def compare_arms(
         c=comparison,
         arms={arm.arm_id: arm for arm in comparison.arms},
         models={arm.id: arm.model for arm in sweep.arms},
-        providers=await _providers(request, viewer, sweep),
+        providers={arm.id: arm.model_provider for arm in sweep.arms},
         sharing=sharing,
         asked_bar=asked_bar,
         params=params,

@@ -10,6 +10,30 @@
     return Array.from(root.querySelectorAll("details[open][id]"), (d) => d.id);
   }
 
+  // Where the keyboard focus is inside `region`, in a form that finds the same control in the
+  // fresh copy: its id, the id of the details whose summary it is, or a link's href (and which
+  // of the links with that href it is). Null when the focus is elsewhere.
+  function focusKey(region, active) {
+    if (!active || !region.contains(active)) return null;
+    if (active.id) return { id: active.id };
+    const holder = active.closest("details[id]");
+    if (holder && active.tagName === "SUMMARY") return { summaryOf: holder.id };
+    const href = active.getAttribute("href");
+    if (href !== null) return { href, nth: linksTo(region, href).indexOf(active) };
+    return null;
+  }
+
+  function linksTo(root, href) {
+    return Array.from(root.querySelectorAll("a[href]")).filter((a) => a.getAttribute("href") === href);
+  }
+
+  function focusTarget(region, key) {
+    if (key.href !== undefined) return linksTo(region, key.href)[key.nth] || null;
+    if (key.id) return document.getElementById(key.id);
+    const holder = document.getElementById(key.summaryOf);
+    return holder && holder.querySelector("summary");
+  }
+
   async function refresh(region) {
     let response;
     try {
@@ -29,23 +53,14 @@
     const fresh = doc.getElementById(region.id);
     if (!fresh) return region;
     const open = openDetails(region);
-    const active = document.activeElement;
-    let focused = null; // [id of the element, or of the details whose summary had focus]
-    if (active && region.contains(active)) {
-      const holder = active.closest("details[id]");
-      if (active.id) focused = [active.id, false];
-      else if (holder && active.tagName === "SUMMARY") focused = [holder.id, true];
-    }
+    const focused = focusKey(region, document.activeElement);
     region.replaceWith(fresh);
     for (const id of open) {
       const d = document.getElementById(id);
       if (d) d.open = true;
     }
-    if (focused) {
-      const el = document.getElementById(focused[0]);
-      const target = el && focused[1] ? el.querySelector("summary") : el;
-      if (target) target.focus();
-    }
+    const target = focused && focusTarget(fresh, focused);
+    if (target) target.focus();
     return fresh;
   }
 
