@@ -20,10 +20,10 @@ from typing import Any
 from neens_eval.errors import ConfigError
 
 from neens.domain.exp_compare import flips
-from neens.exp.compare import load_side
+from neens.exp.compare import load_side, pass_text
 from neens.exp.plan import Selection, make_plan
 from neens.exp.progress import RunProgress
-from neens.exp.run_command import new_experiment_id, pass_text
+from neens.exp.run_command import new_experiment_id
 from neens.exp.runner import Caller, RunLimits, run_trials
 from neens.exp.spec import HttpTask, read_spec
 from neens.exp.store import open_store

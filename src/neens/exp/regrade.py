@@ -17,10 +17,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from neens.exp.compare import pass_text
 from neens.exp.datasets import Case
 from neens.exp.graders import ReadyGrader
 from neens.exp.plan import ready_graders
-from neens.exp.run_command import new_experiment_id, pass_text
+from neens.exp.run_command import new_experiment_id
 from neens.exp.runner import grade_answer
 from neens.exp.spec import read_spec
 from neens.exp.store import find_experiment, open_store
