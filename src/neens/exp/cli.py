@@ -111,8 +111,9 @@ def _aa(args: argparse.Namespace) -> int:
             print("neens: interrupted before the runs started", file=sys.stderr)
         else:
             print(
-                f"neens: interrupted: the A/A runs {ids[0]} and {ids[1]} are partial and give "
-                "no flip rate; run exp aa again",
+                f"neens: interrupted: the A/A runs {ids[0]} and {ids[1]} keep every finished "
+                f"case-trial; run the same command with --resume {ids[0]} to run only what is "
+                "left",
                 file=sys.stderr,
             )
         return 130
@@ -302,7 +303,9 @@ def register(subparsers: Any) -> None:
         "newest unfinished pair of this spec's name)",
     )
     aa.add_argument(
-        "--seed", type=int, default=0, help="seed of the order within each pair (default 0)"
+        "--seed",
+        type=int,
+        help="seed of the order within each pair (default 0; a resumed pair keeps its own)",
     )
     _common(aa)
     aa.set_defaults(func=_aa)

@@ -171,7 +171,7 @@ async def _to_resume(db: Database, given: str, plan: Plan) -> ExperimentRow:
     if given:
         stored = await find_experiment(db, given, flag="--resume")
     else:
-        found = await latest_unfinished(db, plan.spec.name)
+        found = await latest_unfinished(db, plan.spec.name, kind="run")
         if found is None:
             raise ConfigError(
                 f"--resume: no unfinished run named {plan.spec.name!r} in this store; "
