@@ -88,6 +88,8 @@ def _run(args: argparse.Namespace) -> int:
         return asyncio.run(run_command(args, holder))
     except KeyboardInterrupt:
         experiment_id = holder.get("id")
+        if experiment_id is None and args.watch:
+            return 0  # Ctrl-C between runs ends a watch
         if experiment_id is None:
             print("neens: interrupted before the run started", file=sys.stderr)
         else:

@@ -46,6 +46,10 @@ def _check_flags(args: argparse.Namespace) -> None:
         )
     if args.seed is not None and args.sample is None:
         raise ConfigError("--seed: only with --sample N (it seeds the sample)")
+    if args.watch and args.resume is not None:
+        raise ConfigError(
+            "--watch: not with --resume; finish the run with --resume first, then watch"
+        )
     if args.feedback is not None and args.seq < 2:
         raise ConfigError("--feedback: only with --seq N of 2 or more (the attempts it feeds)")
 
@@ -84,17 +88,9 @@ async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
     return 0
 
 
-async def run_once(
-    db: Database,
-    args: argparse.Namespace,
-    cwd: Path,
-    holder: dict[str, Any],
-    session: SessionRow | None,
-) -> RunDone:
-    """Plan the run the flags describe (or what is left of one, with --resume), join the
-    folder's session when there is one, run it and count what it saved."""
-    spec_path = Path(args.spec)
-    spec = read_spec(spec_path)
+async def make_run_plan(db: Database, args: argparse.Namespace, cwd: Path) -> Plan:
+    """The run the flags describe: the spec read, the dataset loaded, the cases chosen."""
+    spec = read_spec(Path(args.spec))
     failing_id = None
     if args.failing is not None:
         failing_id = (await find_experiment(db, args.failing, flag="--failing")).id
@@ -105,7 +101,7 @@ async def run_once(
         sample=args.sample,
         seed=(args.seed if args.seed is not None else 0) if args.sample else None,
     )
-    plan = await make_plan(
+    return await make_plan(
         db,
         spec,
         cwd=cwd,
@@ -116,6 +112,21 @@ async def run_once(
         failing_id=failing_id,
         seq=args.seq,
     )
+
+
+async def run_once(
+    db: Database,
+    args: argparse.Namespace,
+    cwd: Path,
+    holder: dict[str, Any],
+    session: SessionRow | None,
+    plan: Plan | None = None,
+) -> RunDone:
+    """Run `plan` (by default the one the flags describe), or what is left of a stored run with
+    --resume, after joining the folder's session when there is one; count what it saved."""
+    if plan is None:
+        plan = await make_run_plan(db, args, cwd)
+    spec_path = Path(args.spec)
     headers = task_headers(plan)
     stored: ExperimentRow | None = None
     if args.resume is not None:
