@@ -4,8 +4,11 @@ runs; `exp run --watch` watches them, and tells a change to the graders alone (r
 one to anything else (run again).
 
 The agent's files are those its command names inside the project folder (as a resume checks
-them) and those its `env` values name there (`"PROMPT": "prompt.md"`). A grader's files are the
-scripts its command names and its prompt file.
+them) and those its `env` values name as relative paths there (`"PROMPT": "prompt.md"`). A
+grader's files are the scripts its command names and its prompt file.
+
+An `env` value may also name a file the agent writes (a log): `exp run --watch` tells those from
+the files it reads by whether they change while a run is going (`neens.exp.watch`).
 """
 
 from __future__ import annotations
@@ -28,12 +31,15 @@ class Sources:
 
     spec: Path
     agent: tuple[Path, ...]
+    """The files the task's command names."""
+    env: tuple[Path, ...]
+    """The files the task's `env` values name (and the command does not)."""
     graders: tuple[Path, ...]
     dataset: Path | None
 
     def all(self) -> list[Path]:
         found: list[Path] = []
-        for path in (self.spec, *self.agent, *self.graders, self.dataset):
+        for path in (self.spec, *self.agent, *self.env, *self.graders, self.dataset):
             if path is not None and path not in found:
                 found.append(path)
         return found
@@ -43,20 +49,23 @@ def _inside(path: Path, root: Path) -> bool:
     return path.is_file() and path.is_relative_to(root)
 
 
-def agent_files(spec: Spec, cwd: Path) -> list[Path]:
+def env_files(spec: Spec, cwd: Path) -> list[Path]:
+    """The files inside the project folder that the command task's `env` values name as
+    relative paths, other than those its command names."""
     if not isinstance(spec.task, CommandTask):
         return []
-    found = command_files(spec.task.command, cwd)
+    named = command_files(spec.task.command, cwd)
     root = cwd.resolve()
+    found: list[Path] = []
     for value in spec.task.env.values():
-        if not value or "\n" in value:
+        if not value or "\n" in value or "\0" in value or Path(value).is_absolute():
             continue
         try:
             path = (cwd / value).resolve()
             inside = _inside(path, root)
         except (OSError, ValueError):
             continue
-        if inside and path not in found:
+        if inside and path not in found and path not in named:
             found.append(path)
     return found
 
@@ -74,9 +83,11 @@ def sources_of(
     data = None
     if dataset is not None and not is_neens_dataset(dataset):
         data = dataset_path(dataset, cwd).resolve()
+    agent = command_files(spec.task.command, cwd) if isinstance(spec.task, CommandTask) else []
     return Sources(
         spec=spec_path.resolve(),
-        agent=tuple(agent_files(spec, cwd)),
+        agent=tuple(agent),
+        env=tuple(env_files(spec, cwd)),
         graders=tuple(grader_paths),
         dataset=data,
     )

@@ -41,7 +41,7 @@ from neens.exp.plan import Plan
 from neens.exp.regrade import regrade_experiment
 from neens.exp.run_command import make_run_plan, plan_sources, run_once, summary_json
 from neens.exp.sessions import folder_key, join, session_report
-from neens.exp.sources import hashes, shown
+from neens.exp.sources import Sources, hashes, shown
 from neens.exp.store import open_store
 from neens.store.db import Database
 from neens.store.experiment_sessions import SessionRow, current_session
@@ -111,6 +111,7 @@ class Watch:
         self.spec_path = Path(args.spec)
         self.made: Made | None = None
         self.watched: set[str] = {os.path.realpath(self.spec_path)}
+        self.noted: set[str] = set()
 
     async def step(self, event: Event) -> None:
         """Act on a change of the files (or Enter): run, regrade, or nothing."""
@@ -122,7 +123,7 @@ class Watch:
         sources = plan_sources(self.spec_path, plan)
         self.watched = {os.path.realpath(p) for p in sources.all()}
         now = hashes(sources.all(), self.cwd)
-        key = run_key(plan, hashes(list(sources.agent), self.cwd))
+        key = run_key(plan, hashes([*sources.agent, *sources.env], self.cwd))
         made = self.made
         if event == "files" and made is not None:
             if now == made.hashes:
@@ -133,17 +134,36 @@ class Watch:
                     return
                 await self._regrade(plan, made, now)
                 return
-        await self._run(plan, key, now)
+        await self._run(plan, sources, now)
 
     def _error(self, exc: ConfigError) -> None:
         print(f"{_clock()} error: {exc}", file=sys.stderr, flush=True)
 
-    async def _run(self, plan: Plan, key: tuple[Any, ...], now: dict[str, str]) -> None:
+    async def _run(self, plan: Plan, sources: Sources, now: dict[str, str]) -> None:
         try:
             done = await run_once(self.db, self.args, self.cwd, self.holder, self.session, plan)
         except ConfigError as exc:
             self._error(exc)
             return
+        # A file an env value names that changed while the run was going was written by the
+        # agent (a log): taken as it is now, or each run would start the next one.
+        written = {
+            name: digest
+            for name, digest in hashes(list(sources.env), self.cwd).items()
+            if digest != now.get(name)
+        }
+        if written.keys() - self.noted:
+            self.noted |= written.keys()
+            print(
+                f"{_clock()} note: {', '.join(sorted(written))} changed while the run was "
+                "going: taken as written by the agent, not as a change to run again for (save "
+                "it again, or press Enter, to run with an edit made meanwhile)",
+                file=sys.stderr,
+                flush=True,
+            )
+        now = {**now, **written}
+        agent = [shown(path, self.cwd) for path in (*sources.agent, *sources.env)]
+        key = run_key(plan, {name: now[name] for name in agent})
         self.made = Made(done.row.id, key, grader_key(plan), now)
         lines: list[str] = []
         session_body = None
