@@ -28,7 +28,8 @@ log = os.environ.get("LOG")
 if log:
     with open(log, "a") as f:
         f.write(json.dumps({"input": text, "id": os.environ["NEENS_ITEM_ID"],
-                            "trial": os.environ["NEENS_TRIAL"]}) + "\\n")
+                            "trial": os.environ["NEENS_TRIAL"],
+                            "exp": os.environ["NEENS_EXPERIMENT_ID"]}) + "\\n")
 print("wrong" if text in wrong else text.upper())
 """
 

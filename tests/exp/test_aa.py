@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
+from typing import Any
 
+from neens.store.db import Database
+from neens.store.experiments import trials_of
 from tests.exp.conftest import Project
 
 NOISY = """\
@@ -99,3 +107,110 @@ def test_compare_never_reports_an_mde_below_the_aa_flip_rate(project: Project) -
     human = project.exp("compare", a, b)
     assert f"A/A flip rate {aa['flipRate'] * 100:.1f}% (" in human.out
     assert f"exact MDE {aa['flipRate'] * 100:.1f}pp" in human.out
+
+
+MANY = [{"id": f"c{i:02d}", "input": f"case {i}", "expected": f"CASE {i}"} for i in range(12)]
+
+
+def _saved(database_url: str, experiment_id: str) -> set[tuple[str, int]]:
+    async def read() -> list[Any]:
+        db = Database(database_url)
+        try:
+            return await trials_of(db, experiment_id, grades=False)
+        finally:
+            await db.dispose()
+
+    return {(t.case_id, t.trial) for t in asyncio.run(read())}
+
+
+def _outcomes(database_url: str, experiment_id: str) -> list[tuple[str, int, bool | None]]:
+    async def read() -> list[Any]:
+        db = Database(database_url)
+        try:
+            return await trials_of(db, experiment_id, grades=False)
+        finally:
+            await db.dispose()
+
+    return [(t.case_id, t.trial, t.passed) for t in asyncio.run(read())]
+
+
+def test_an_aa_pair_killed_with_sigkill_resumes_exactly_the_missing_case_trials(
+    project: Project, database_url: str
+) -> None:
+    log = project.path / "calls.jsonl"
+    project.write_dataset(MANY)
+    project.write_spec(
+        task={
+            "kind": "command",
+            "command": f"{sys.executable} agent.py",
+            "env": {"SLEEP": "0.15", "WRONG": "case 3,case 7", "LOG": str(log)},
+        }
+    )
+    env = {**os.environ, "NEENS_DATABASE_URL": database_url}
+    command = [sys.executable, "-m", "neens_eval", "exp", "aa", "spec.json", "--trials", "2"]
+    command += ["--concurrency", "2", "--seed", "7"]
+    process = subprocess.Popen(
+        command, cwd=project.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    ids: list[str] = []
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            listed = [e for e in project.exp_json("list")["experiments"] if e["kind"] == "aa"]
+            if len(listed) == 2 and sum(e["done"] for e in listed) >= 8:
+                ids = sorted(e["id"] for e in listed)
+                break
+            time.sleep(0.05)
+        assert ids, "the A/A pair saved nothing in time"
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait(timeout=30)
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()
+        process.stderr.close()
+    assert process.returncode == -signal.SIGKILL
+    time.sleep(1.0)  # agent commands in flight at the kill finish on their own
+    every = {(f"c{i:02d}", trial) for i in range(12) for trial in (0, 1)}
+    missing = {experiment_id: every - _saved(database_url, experiment_id) for experiment_id in ids}
+    assert 0 < sum(len(m) for m in missing.values()) < 48 - 8 + 1
+    listed = {e["id"]: e for e in project.exp_json("list")["experiments"]}
+    assert all(listed[i]["status"] == "partial" for i in ids)
+    calls_before = len(log.read_text().splitlines())
+
+    resumed = project.exp_json("aa", "spec.json", "--trials", "2", "--resume", ids[1])
+    assert resumed["ids"] == ids and resumed["resumed"] is True and resumed["seed"] == 7
+    calls = [json.loads(line) for line in log.read_text().splitlines()[calls_before:]]
+    ran = [(c["exp"], c["id"], int(c["trial"])) for c in calls]
+    assert len(ran) == len(set(ran)) == resumed["ranNow"]
+    assert set(ran) == {(e, case, trial) for e, left in missing.items() for case, trial in left}
+    listed = {e["id"]: e for e in project.exp_json("list")["experiments"]}
+    assert all(listed[i]["status"] == "finished" and listed[i]["done"] == 24 for i in ids)
+
+    clean = project.exp_json("aa", "spec.json", "--trials", "2", "--seed", "7")
+    assert clean["ranNow"] == 48 and clean["resumed"] is False
+    for key in ("name", "seed", "pairedCases", "flipped", "flipRate", "passRates", "errors"):
+        assert resumed[key] == clean[key], key
+    assert resumed["passRates"] == [20 / 24, 20 / 24]
+    for mine, theirs in zip(ids, clean["ids"], strict=True):
+        assert _outcomes(database_url, mine) == _outcomes(database_url, theirs)
+    again = project.exp_json("aa", "spec.json", "--trials", "2", "--resume", ids[0])
+    assert again["ranNow"] == 0 and again["flipRate"] == clean["flipRate"]
+
+
+def test_an_aa_resume_refuses_a_changed_config_or_seed_and_names_it(project: Project) -> None:
+    body = project.exp_json("aa", "spec.json", "--seed", "3")
+    first = body["ids"][0]
+    (project.path / "agent.py").write_text("print('changed')\n")
+    result = project.exp("aa", "spec.json", "--resume", first, "--seed", "4")
+    assert result.code == 2
+    assert result.err.startswith(f"neens: error: cannot resume {first}: ")
+    assert "the agent script agent.py changed" in result.err
+    assert "--seed changed (3 → 4)" in result.err
+    run = project.exp_json("run", "spec.json")["id"]
+    refused = project.exp("aa", "spec.json", "--resume", run)
+    assert refused.code == 2 and "it is not an A/A run (it is a run)" in refused.err
+    none_left = project.exp("aa", "spec.json", "--resume")
+    assert none_left.code == 2
+    assert "--resume: no unfinished A/A pair named 'base' in this store" in none_left.err
+    lonely = project.exp("aa", "spec.json", "--retry-errors")
+    assert lonely.code == 2 and "--retry-errors: only with --resume" in lonely.err

@@ -151,3 +151,52 @@ def test_bad_flags_are_refused(project: Project) -> None:
 def test_no_grader_at_all_is_refused(project: Project) -> None:
     project.write_spec(graders=[])
     assert _refused(project, "run", "spec.json").startswith("no graders:")
+
+
+@pytest.mark.parametrize("command", ["run", "aa"])
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--concurrency", "0", "argument --concurrency: 0 must be at least 1"),
+        ("--trials", "two", "argument --trials: 'two' is not a whole number"),
+        ("--retries", "-1", "argument --retries: -1 is negative"),
+        ("--trial-timeout", "0", "argument --trial-timeout: 0 is not a positive number of seconds"),
+        ("--trial-timeout", "inf", "argument --trial-timeout: 'inf' is not a finite number"),
+    ],
+)
+def test_run_and_aa_refuse_a_bad_number_alike(
+    project: Project, command: str, flag: str, value: str, message: str
+) -> None:
+    result = project.exp(command, "spec.json", flag, value)
+    assert result.code == 2 and result.out == ""
+    assert result.err.strip().splitlines()[-1] == f"neens exp {command}: error: {message}"
+
+
+def test_run_and_aa_share_one_definition_of_their_common_options() -> None:
+    from tests.exp.test_docs import _exp_commands
+
+    commands = _exp_commands()
+
+    def options(name: str) -> dict[str, tuple[object, ...]]:
+        return {
+            action.dest: (tuple(action.option_strings), action.type, action.default, action.nargs)
+            for action in commands[name]._actions
+        }
+
+    run, aa = options("run"), options("aa")
+    shared = run.keys() & aa.keys()
+    assert shared >= {
+        "spec",
+        "dataset",
+        "grader",
+        "trials",
+        "concurrency",
+        "resume",
+        "retry_errors",
+        "retries",
+        "trial_timeout",
+        "json",
+        "database_url",
+    }
+    for dest in shared - {"seed"}:  # run's --seed seeds --sample, aa's the order in a pair
+        assert run[dest] == aa[dest], dest

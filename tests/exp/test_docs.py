@@ -20,10 +20,33 @@ def _exp_commands() -> dict[str, argparse.ArgumentParser]:
     return dict(commands.choices)
 
 
-@pytest.mark.parametrize("command", ["run", "compare", "regrade", "aa", "list", "status"])
+def _session_commands() -> dict[str, argparse.ArgumentParser]:
+    session = _exp_commands()["session"]
+    commands = next(a for a in session._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(commands.choices)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "run",
+        "compare",
+        "regrade",
+        "aa",
+        "list",
+        "status",
+        "session new",
+        "session note",
+        "session summary",
+    ],
+)
 def test_every_flag_is_documented(command: str) -> None:
     text = DOCS.read_text()
-    parser = _exp_commands()[command]
+    if command.startswith("session "):
+        parser = _session_commands()[command.removeprefix("session ")]
+        assert f"`{command.split()[1]}" in text
+    else:
+        parser = _exp_commands()[command]
     flags = [
         option
         for action in parser._actions
@@ -62,3 +85,17 @@ def test_the_documented_example_matches_what_compare_prints() -> None:
         "no 80% power at this n (exact McNemar ceiling 0%)",
     ):
         assert line in text and line in compare_test, line
+
+
+def test_the_documented_session_delta_is_what_a_session_run_prints() -> None:
+    text = DOCS.read_text()
+    session_test = (Path(__file__).parent / "test_session.py").read_text()
+    for line in (
+        "  changed prompt.md",
+        "  pass 0.0% → 100.0%",
+        "  Δ +100.0pp [+100.0pp, +100.0pp] mcnemar p=0.125 (4 paired cases, 95% CI)",
+        "  grader caps score Δ +100.0pp [+100.0pp, +100.0pp]",
+        "  fixed 4: alpha, beta, delta, gamma",
+        "  broke —",
+    ):
+        assert line in text and line in session_test, line

@@ -14,5 +14,9 @@ store of the project folder (`./.neens/neens.db`) or on PostgreSQL (`NEENS_DATAB
     regrade    `exp regrade`: stored outputs graded again, no task calls
     compare    `exp compare`: two runs read into `neens.domain.exp_compare`, and printed
     run_command  `exp run`
+    aa         `exp aa`: one config run twice, interleaved, and its flip rate
+    sources    the files a run is made from (spec, agent, graders, dataset), and their hashes
+    sessions   `exp session`: each run's delta against the previous one, notes, the timeline
+    watch      `exp run --watch`: run again (or regrade) when those files change
     cli        the `neens exp` command group
 """

@@ -6,6 +6,11 @@ order within each pair, so drift during the run (a provider's latency, a cache w
 both alike. The flip rate is the share of paired cases whose outcome differs between the two:
 pure noise, since nothing differs but chance. `exp compare` then never reports a minimum
 detectable effect below it, for runs on the same dataset.
+
+Like `exp run`, it saves each case-trial as it finishes. `--resume [EXP]` (either id of the pair)
+makes the same interleaved list again from the pair's stored seed and runs only the case-trials
+neither run saved, so the report equals an uninterrupted pair's; it refuses, naming what
+changed, when the dataset, graders, task, agent script or trials did.
 """
 
 from __future__ import annotations
@@ -20,24 +25,33 @@ from typing import Any
 from neens_eval.errors import ConfigError
 
 from neens.domain.exp_compare import flips
-from neens.exp.compare import load_side
-from neens.exp.plan import Selection, make_plan
+from neens.exp.compare import load_side, pass_text
+from neens.exp.datasets import Case
+from neens.exp.plan import Plan, Selection, make_plan, resume_problems
 from neens.exp.progress import RunProgress
-from neens.exp.run_command import new_experiment_id, pass_text
+from neens.exp.run_command import new_experiment_id, task_headers
 from neens.exp.runner import Caller, RunLimits, run_trials
-from neens.exp.spec import HttpTask, read_spec
-from neens.exp.store import open_store
-from neens.exp.tasks import TaskContext, expand_headers
+from neens.exp.spec import read_spec
+from neens.exp.store import find_experiment, open_store
+from neens.exp.tasks import TaskContext
+from neens.store.db import Database
 from neens.store.experiments import (
+    ExperimentRow,
     create_experiment,
     finish_experiment,
     get_experiment,
+    latest_unfinished,
     tally,
+    trials_of,
 )
 from neens.store.types import utcnow
 
 
 async def aa_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
+    if args.retry_errors and args.resume is None:
+        raise ConfigError(
+            "--retry-errors: only with --resume (it runs a stored pair's errors again)"
+        )
     cwd = Path.cwd()
     spec = read_spec(Path(args.spec))
     async with open_store(args.database_url) as db:
@@ -51,27 +65,26 @@ async def aa_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
             selection=Selection(),
             failing_id=None,
         )
-        headers: dict[str, str] = {}
-        if isinstance(plan.spec.task, HttpTask):
-            try:
-                headers = expand_headers(plan.spec.task.headers)
-            except ValueError as exc:
-                raise ConfigError(f"task.headers: ${{{exc}}} is not set") from None
-        first_id, second_id = new_experiment_id(), new_experiment_id()
-        created = utcnow()
-        rows = []
-        for own, other in ((first_id, second_id), (second_id, first_id)):
-            row = replace(plan.row(own, args.concurrency, created), kind="aa", pair_id=other)
-            await create_experiment(db, row)
-            rows.append(row)
+        headers = task_headers(plan)
+        if args.resume is not None:
+            rows = await _pair_to_resume(db, args.resume, plan, args.seed)
+            seed = int(rows[0].spec["aa"]["seed"])
+        else:
+            seed = 0 if args.seed is None else args.seed
+            rows = await _new_pair(db, plan, args.concurrency, seed)
+        first_id, second_id = rows[0].id, rows[1].id
         holder["ids"] = (first_id, second_id)
-        order = random.Random(args.seed)
-        todo: list[tuple[int, Any, int]] = []
-        for trial in range(plan.trials):
-            for case in plan.cases:
-                pair = [0, 1]
-                order.shuffle(pair)
-                todo.extend((index, case, trial) for index in pair)
+        kept: list[set[tuple[str, int]]] = [set(), set()]
+        if args.resume is not None:
+            for index, row in enumerate(rows):
+                for trial in await trials_of(db, row.id, grades=False):
+                    if not (args.retry_errors and trial.status == "error"):
+                        kept[index].add((trial.case_id, trial.trial))
+        todo = [
+            (index, case, trial)
+            for index, case, trial in interleaved(plan, seed)
+            if (case.id, trial) not in kept[index]
+        ]
         callers = [
             Caller(plan, TaskContext(experiment_id=row.id, name=plan.spec.name, cwd=cwd), headers)
             for row in rows
@@ -80,21 +93,26 @@ async def aa_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
             concurrency=args.concurrency, retries=args.retries, trial_timeout_s=args.trial_timeout
         )
         label = f"{first_id} A/A"
-        with RunProgress(total=2 * plan.planned, done=0, label=label) as progress:
+        already = 2 * plan.planned - len(todo)
+        with RunProgress(total=2 * plan.planned, done=already, label=label) as progress:
             await run_trials(db, plan, callers, todo, limits, progress)
+        counts = await tally(db, [first_id, second_id])
         for row in rows:
-            await finish_experiment(db, row.id)
+            if counts[row.id].done >= row.planned:
+                await finish_experiment(db, row.id)
         sides = []
         for row in rows:
             stored = await get_experiment(db, row.id)
             assert stored is not None
             sides.append(await load_side(db, stored))
-        counts = await tally(db, [first_id, second_id])
     flipped, paired = flips(sides[0], sides[1])
     rate = flipped / paired if paired else None
     if args.json:
         body = {
             "ids": [first_id, second_id],
+            "seed": seed,
+            "ranNow": len(todo),
+            "resumed": args.resume is not None,
             "name": plan.spec.name,
             "pairedCases": paired,
             "flipped": flipped,
@@ -123,3 +141,64 @@ async def aa_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
         )
     )
     return 0
+
+
+def interleaved(plan: Plan, seed: int) -> list[tuple[int, Case, int]]:
+    """Every (run index, case, trial) of the pair in run order: trial by trial, the cases in
+    order, the same case-trial of both runs next to each other in a seeded random order. A
+    resume makes the same list and leaves out what was saved."""
+    order = random.Random(seed)
+    todo: list[tuple[int, Case, int]] = []
+    for trial in range(plan.trials):
+        for case in plan.cases:
+            pair = [0, 1]
+            order.shuffle(pair)
+            todo.extend((index, case, trial) for index in pair)
+    return todo
+
+
+async def _new_pair(db: Database, plan: Plan, concurrency: int, seed: int) -> list[ExperimentRow]:
+    first_id, second_id = new_experiment_id(), new_experiment_id()
+    created = utcnow()
+    rows = []
+    for own, other in ((first_id, second_id), (second_id, first_id)):
+        row = plan.row(own, concurrency, created)
+        row = replace(row, kind="aa", pair_id=other, spec={**row.spec, "aa": {"seed": seed}})
+        await create_experiment(db, row)
+        rows.append(row)
+    return rows
+
+
+async def _pair_to_resume(
+    db: Database, given: str, plan: Plan, seed: int | None
+) -> list[ExperimentRow]:
+    """Both runs of the A/A pair to resume, first-made first; ConfigError (exit 2) naming
+    every change when they may not be resumed."""
+    if given:
+        found = await find_experiment(db, given, flag="--resume")
+    else:
+        latest = await latest_unfinished(db, plan.spec.name, kind="aa")
+        if latest is None:
+            raise ConfigError(
+                f"--resume: no unfinished A/A pair named {plan.spec.name!r} in this store; "
+                "name one with --resume EXP (`neens exp list` marks partial runs)"
+            )
+        found = latest
+    problems = resume_problems(found, plan, kind="aa")
+    other = None
+    if found.kind == "aa" and found.pair_id is not None:
+        other = await get_experiment(db, found.pair_id)
+        if other is None:
+            problems.append(f"the other run of the pair, {found.pair_id}, is not in this store")
+    stored_seed = (found.spec.get("aa") or {}).get("seed")
+    if found.kind == "aa" and stored_seed is None:
+        problems.append("it was made before A/A runs could be resumed (run exp aa again)")
+    elif seed is not None and stored_seed is not None and seed != stored_seed:
+        problems.append(f"--seed changed ({stored_seed} → {seed})")
+    if problems:
+        raise ConfigError(
+            f"cannot resume {found.id}: {'; '.join(problems)}. Undo the change, or start a "
+            "new A/A pair without --resume"
+        )
+    assert other is not None
+    return sorted([found, other], key=lambda row: row.id)

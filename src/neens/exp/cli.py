@@ -1,4 +1,4 @@
-"""The `neens exp` command group: run, compare, regrade, aa, list, status.
+"""The `neens exp` command group: run, compare, regrade, aa, list, status, session.
 
 Registered through the `neens.cli` entry point `exp`. Human output goes to stdout, progress to
 stderr when it is a terminal, and `--json` prints one JSON object instead (numbers unrounded).
@@ -13,42 +13,11 @@ import asyncio
 import sys
 from typing import Any
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+from neens_eval.arg_types import count, number, positive_int, seconds
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+def _margin(text: str) -> float:
+    value = number(text)
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(
             f"must be a fraction from 0 to 1 (0.03 is 3pp), not {text}"
@@ -65,6 +34,52 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_run_options(
+    parser: argparse.ArgumentParser, *, concurrency_help: str, resume_help: str
+) -> None:
+    """The options `exp run` and `exp aa` share: what to run, how much at once, and the
+    resume and retries group."""
+    parser.add_argument("spec", metavar="SPEC", help="the experiment spec (spec.json)")
+    parser.add_argument(
+        "-d",
+        "--dataset",
+        metavar="NAME",
+        help="datasets/NAME.jsonl, a path to a .jsonl file, or a Neens dataset (ds_…, dsv_…)",
+    )
+    parser.add_argument(
+        "-g",
+        "--grader",
+        metavar="JSON",
+        action="append",
+        default=[],
+        help='add a grader, e.g. -g \'{"kind": "exact"}\' (repeatable)',
+    )
+    parser.add_argument(
+        "--trials", type=positive_int, help="runs of each case (default: the spec's)"
+    )
+    parser.add_argument("--concurrency", type=positive_int, default=8, help=concurrency_help)
+    resume = parser.add_argument_group("resume and retries")
+    resume.add_argument("--resume", nargs="?", const="", metavar="EXP", help=resume_help)
+    resume.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="with --resume: also run the errored case-trials again",
+    )
+    resume.add_argument(
+        "--retries",
+        type=count,
+        default=3,
+        help="retries of rate limits, 5xx and network errors (default 3); task failures are "
+        "never retried",
+    )
+    resume.add_argument(
+        "--trial-timeout",
+        type=seconds,
+        metavar="SEC",
+        help="cap each case-trial's task at SEC seconds, retries included",
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     from neens.exp.run_command import run_command
 
@@ -73,6 +88,8 @@ def _run(args: argparse.Namespace) -> int:
         return asyncio.run(run_command(args, holder))
     except KeyboardInterrupt:
         experiment_id = holder.get("id")
+        if experiment_id is None and args.watch:
+            return 0  # Ctrl-C between runs ends a watch
         if experiment_id is None:
             print("neens: interrupted before the run started", file=sys.stderr)
         else:
@@ -96,8 +113,9 @@ def _aa(args: argparse.Namespace) -> int:
             print("neens: interrupted before the runs started", file=sys.stderr)
         else:
             print(
-                f"neens: interrupted: the A/A runs {ids[0]} and {ids[1]} are partial and give "
-                "no flip rate; run exp aa again",
+                f"neens: interrupted: the A/A runs {ids[0]} and {ids[1]} keep every finished "
+                f"case-trial; run the same command with --resume {ids[0]} to run only what is "
+                "left",
                 file=sys.stderr,
             )
         return 130
@@ -127,6 +145,24 @@ def _compare(args: argparse.Namespace) -> int:
     return asyncio.run(compare_command(args))
 
 
+def _session_new(args: argparse.Namespace) -> int:
+    from neens.exp.sessions import new_command
+
+    return asyncio.run(new_command(args))
+
+
+def _session_note(args: argparse.Namespace) -> int:
+    from neens.exp.sessions import note_command
+
+    return asyncio.run(note_command(args))
+
+
+def _session_summary(args: argparse.Namespace) -> int:
+    from neens.exp.sessions import summary_command
+
+    return asyncio.run(summary_command(args))
+
+
 def register(subparsers: Any) -> None:
     """Add `exp` and its commands to the `neens` command."""
     exp = subparsers.add_parser(
@@ -149,27 +185,11 @@ def register(subparsers: Any) -> None:
             "errored case-trials included (they are counted)."
         ),
     )
-    run.add_argument("spec", metavar="SPEC", help="the experiment spec (spec.json)")
-    run.add_argument(
-        "-d",
-        "--dataset",
-        metavar="NAME",
-        help="datasets/NAME.jsonl, a path to a .jsonl file, or a Neens dataset (ds_…, dsv_…)",
-    )
-    run.add_argument(
-        "-g",
-        "--grader",
-        metavar="JSON",
-        action="append",
-        default=[],
-        help='add a grader, e.g. -g \'{"kind": "exact"}\' (repeatable)',
-    )
-    run.add_argument("--trials", type=_positive_int, help="runs of each case (default: the spec's)")
-    run.add_argument(
-        "--concurrency",
-        type=_positive_int,
-        default=8,
-        help="case-trials in flight at once (default 8)",
+    _add_run_options(
+        run,
+        concurrency_help="case-trials in flight at once (default 8)",
+        resume_help="run only what is left of EXP (default: the newest unfinished run of this "
+        "spec's name)",
     )
     part = run.add_argument_group("partial runs")
     part.add_argument(
@@ -178,13 +198,13 @@ def register(subparsers: Any) -> None:
     part.add_argument(
         "--case", metavar="ID", action="append", default=[], help="only this case (repeatable)"
     )
-    part.add_argument("--first-n", type=_positive_int, metavar="N", help="only the first N cases")
-    part.add_argument("--sample", type=_positive_int, metavar="N", help="N cases at random")
+    part.add_argument("--first-n", type=positive_int, metavar="N", help="only the first N cases")
+    part.add_argument("--sample", type=positive_int, metavar="N", help="N cases at random")
     part.add_argument("--seed", type=int, metavar="S", help="the seed of --sample (default 0)")
     seq = run.add_argument_group("retry with feedback")
     seq.add_argument(
         "--seq",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         default=1,
         help="try a failing case-trial again with feedback, up to N attempts in all; the pass "
@@ -195,31 +215,12 @@ def register(subparsers: Any) -> None:
         choices=["reasons"],
         help="what a later attempt is told: the failing graders' reasons (the default with --seq)",
     )
-    resume = run.add_argument_group("resume and retries")
-    resume.add_argument(
-        "--resume",
-        nargs="?",
-        const="",
-        metavar="EXP",
-        help="run only what is left of EXP (default: the newest unfinished run of this spec)",
-    )
-    resume.add_argument(
-        "--retry-errors",
+    run.add_argument(
+        "--watch",
         action="store_true",
-        help="with --resume: also run the errored case-trials again",
-    )
-    resume.add_argument(
-        "--retries",
-        type=_count,
-        default=3,
-        help="retries of rate limits, 5xx and network errors (default 3); task failures are "
-        "never retried",
-    )
-    resume.add_argument(
-        "--trial-timeout",
-        type=_seconds,
-        metavar="SEC",
-        help="cap each case-trial's task at SEC seconds, retries included",
+        help="keep running: run again whenever the spec, the agent's files, a grader's files or "
+        "the dataset change (only the graders: regrade the last outputs, no task calls); "
+        "Enter runs again, q quits",
     )
     _common(run)
     run.set_defaults(func=_run)
@@ -243,7 +244,7 @@ def register(subparsers: Any) -> None:
     )
     compare.add_argument(
         "--margin",
-        type=_fraction,
+        type=_margin,
         metavar="M",
         help="non-inferiority: exit 1 unless the interval's lower end is above −M (0.03 = 3pp)",
     )
@@ -297,19 +298,16 @@ def register(subparsers: Any) -> None:
             "effect below it for runs on the same dataset."
         ),
     )
-    aa.add_argument("spec", metavar="SPEC", help="the experiment spec (spec.json)")
-    aa.add_argument("-d", "--dataset", metavar="NAME", help="as for exp run")
-    aa.add_argument(
-        "-g", "--grader", metavar="JSON", action="append", default=[], help="as for exp run"
+    _add_run_options(
+        aa,
+        concurrency_help="case-trials in flight at once, shared by both runs (default 8)",
+        resume_help="run only what is left of the A/A pair EXP (either of its ids; default: the "
+        "newest unfinished pair of this spec's name)",
     )
-    aa.add_argument("--trials", type=_positive_int, help="runs of each case in each run")
     aa.add_argument(
-        "--concurrency", type=_positive_int, default=8, help="case-trials in flight (default 8)"
-    )
-    aa.add_argument("--retries", type=_count, default=3, help="as for exp run (default 3)")
-    aa.add_argument("--trial-timeout", type=_seconds, metavar="SEC", help="as for exp run")
-    aa.add_argument(
-        "--seed", type=int, default=0, help="seed of the order within each pair (default 0)"
+        "--seed",
+        type=int,
+        help="seed of the order within each pair (default 0; a resumed pair keeps its own)",
     )
     _common(aa)
     aa.set_defaults(func=_aa)
@@ -335,7 +333,7 @@ def register(subparsers: Any) -> None:
     )
     regrade.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=positive_int,
         default=8,
         help="case-trials graded at once (default 8)",
     )
@@ -344,7 +342,7 @@ def register(subparsers: Any) -> None:
 
     list_ = commands.add_parser("list", help="the experiments in this store, newest first")
     list_.add_argument(
-        "--limit", type=_positive_int, default=50, help="show at most this many (default 50)"
+        "--limit", type=positive_int, default=50, help="show at most this many (default 50)"
     )
     _common(list_)
     list_.set_defaults(func=_list)
@@ -357,3 +355,36 @@ def register(subparsers: Any) -> None:
     )
     _common(status)
     status.set_defaults(func=_status)
+
+    session = commands.add_parser(
+        "session",
+        help="a line of work in this folder: each run's delta against the previous one, notes",
+        description=(
+            "Start a session in the current folder (exp session new); each exp run made here "
+            "then prints its delta against the session's previous run on the same dataset and "
+            "names the files that changed. Take notes (exp session note) and read the "
+            "timeline (exp session summary)."
+        ),
+    )
+    session_commands = session.add_subparsers(
+        dest="session_command", metavar="COMMAND", required=True
+    )
+    new = session_commands.add_parser(
+        "new",
+        help="start a session in this folder and make it the folder's current one",
+    )
+    new.add_argument("--name", required=True, metavar="TOPIC", help="what the session is about")
+    _common(new)
+    new.set_defaults(func=_session_new)
+    note = session_commands.add_parser(
+        "note", help="record a hypothesis or a reading in the current session"
+    )
+    note.add_argument("text", metavar="TEXT", help="the note")
+    _common(note)
+    note.set_defaults(func=_session_note)
+    summary = session_commands.add_parser(
+        "summary",
+        help="the current session's timeline: runs with pass rate and delta, notes, in order",
+    )
+    _common(summary)
+    summary.set_defaults(func=_session_summary)

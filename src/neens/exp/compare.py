@@ -191,7 +191,7 @@ def case_groups(row: ExperimentRow, field: str) -> dict[str, str]:
     return found
 
 
-def _pp(value: float, *, decimals: int = 1) -> str:
+def pp_text(value: float, *, decimals: int = 1) -> str:
     """Percentage points with a sign, except for zero: "+2.5pp", "-50.0pp", "0.0pp"."""
     text = f"{value * 100:+.{decimals}f}"
     if float(text) == 0:
@@ -199,7 +199,14 @@ def _pp(value: float, *, decimals: int = 1) -> str:
     return f"{text}pp"
 
 
-def _rate(value: float | None) -> str:
+def pass_text(passed: int, graded: int) -> str:
+    """ "pass 75.0% (3/4)", or "pass no data" when nothing was graded."""
+    if graded == 0:
+        return "pass no data"
+    return f"pass {passed / graded * 100:.1f}% ({passed}/{graded})"
+
+
+def rate_text(value: float | None) -> str:
     return "no data" if value is None else f"{value * 100:.1f}%"
 
 
@@ -224,13 +231,14 @@ def _correction_json(c: JudgeCorrection) -> dict[str, Any]:
 def _correction_lines(corrections: list[JudgeCorrection]) -> list[str]:
     lines = []
     for c in corrections:
-        alone = "no data" if c.judge_diff is None else _pp(c.judge_diff)
+        alone = "no data" if c.judge_diff is None else pp_text(c.judge_diff)
         if c.corrected is None:
             lines.append(f"PPI++ {c.grader}: not corrected: {c.problem} (the judge alone {alone})")
             continue
         low, high = c.corrected.interval
         lines.append(
-            f"PPI++ {c.grader} B − A {_pp(c.corrected.estimate)} [{_pp(low)}, {_pp(high)}] "
+            f"PPI++ {c.grader} B − A {pp_text(c.corrected.estimate)} "
+            f"[{pp_text(low)}, {pp_text(high)}] "
             f"p={c.corrected.p_value:.3f} ({c.labeled} labeled, {c.unlabeled} judged only; "
             f"the judge alone {alone})"
         )
@@ -284,7 +292,7 @@ def _pairwise_lines(preferences: list[PairwiseSummary]) -> list[str]:
         if p.b_share is not None and p.b_share_interval is not None:
             low, high = p.b_share_interval
             line += (
-                f"; B's share {_rate(p.b_share)} [{_rate(low)}, {_rate(high)}], "
+                f"; B's share {rate_text(p.b_share)} [{rate_text(low)}, {rate_text(high)}], "
                 f"sign test p={p.p_value:.3f}"
             )
         lines.append(line)
@@ -300,8 +308,8 @@ def render(
 ) -> str:
     width = max(len(c.a.name), len(c.b.name))
     lines = [
-        f"A {c.a.name:<{width}} {c.a.id}  pass {_rate(c.a.pass_rate)}",
-        f"B {c.b.name:<{width}} {c.b.id}  pass {_rate(c.b.pass_rate)}",
+        f"A {c.a.name:<{width}} {c.a.id}  pass {rate_text(c.a.pass_rate)}",
+        f"B {c.b.name:<{width}} {c.b.id}  pass {rate_text(c.b.pass_rate)}",
         "",
     ]
     n = len(c.cases)
@@ -316,7 +324,7 @@ def render(
         if c.cluster is not None:
             method = f"{c.cluster.groups} groups of {c.cluster.field}, 95% cluster bootstrap"
         lines.append(
-            f"B − A   {_pp(c.diff)} [{_pp(low)}, {_pp(high)}] "
+            f"B − A   {pp_text(c.diff)} [{pp_text(low)}, {pp_text(high)}] "
             f"({n} paired case{'s' if n != 1 else ''}, {method})"
         )
         lines.append(f"mcnemar p={c.mcnemar_p:.3f}  {c.n10} regressed, {c.n01} improved")
@@ -332,7 +340,7 @@ def render(
                 r.case_id,
                 f"{r.a_rate * 100:.0f}%",
                 f"{r.b_rate * 100:.0f}%",
-                _pp(r.delta, decimals=0),
+                pp_text(r.delta, decimals=0),
             ]
             for r in shown
         ]
@@ -359,10 +367,10 @@ def render(
 
 def _margin_line(c: Comparison) -> str:
     assert c.margin is not None
-    bar = _pp(-c.margin)
+    bar = pp_text(-c.margin)
     if c.ship:
         assert c.interval is not None
-        return f"non-inferior: the interval's lower end {_pp(c.interval.low)} is above {bar}"
+        return f"non-inferior: the interval's lower end {pp_text(c.interval.low)} is above {bar}"
     return f"not shown non-inferior at {bar}: {'; '.join(c.holds)}"
 
 
@@ -392,7 +400,13 @@ def _extras(c: Comparison) -> list[str]:
         lines.append(f"improved {len(c.improved)}: {_names([r.case_id for r in c.improved])}")
     if c.kinds is not None:
         rows = [
-            [k.kind, str(k.cases), _rate(k.a_rate), _rate(k.b_rate), _pp(k.b_rate - k.a_rate)]
+            [
+                k.kind,
+                str(k.cases),
+                rate_text(k.a_rate),
+                rate_text(k.b_rate),
+                pp_text(k.b_rate - k.a_rate),
+            ]
             for k in c.kinds.rows
         ]
         lines.append(table(["kind", "cases", "A", "B", "Δ"], rows, right={1, 2, 3, 4}))

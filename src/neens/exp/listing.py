@@ -6,8 +6,9 @@ import argparse
 import json
 from datetime import datetime
 
+from neens.exp.compare import pass_text
 from neens.exp.progress import cost_text
-from neens.exp.run_command import pass_text, summary_json
+from neens.exp.run_command import summary_json
 from neens.exp.store import find_experiment, open_store
 from neens.exp.table import table
 from neens.store.experiments import ExperimentRow, Tally, list_experiments, tally

@@ -234,12 +234,16 @@ def _label(grader: GraderDef, index: int, spec: Spec) -> str:
     return f"graders[{index}]" if index < len(spec.graders) else f"-g {grader.name}"
 
 
-def resume_problems(stored: ExperimentRow, plan: Plan) -> list[str]:
+KIND_NAMES = {"run": "a run", "aa": "an A/A run", "regrade": "a regrade"}
+
+
+def resume_problems(stored: ExperimentRow, plan: Plan, *, kind: str = "run") -> list[str]:
     """What changed between the stored experiment and this command, each named; empty when it
-    may be resumed."""
+    may be resumed. `kind` is the kind of experiment the command makes ("run" or "aa")."""
     problems: list[str] = []
-    if stored.kind != "run":
-        problems.append(f"it is not a run (it is a {stored.kind})")
+    if stored.kind != kind:
+        wanted, found = KIND_NAMES.get(kind, kind), KIND_NAMES.get(stored.kind, stored.kind)
+        problems.append(f"it is not {wanted} (it is {found})")
     if stored.dataset_hash != plan.dataset.digest or stored.dataset_ref != plan.dataset.ref:
         where = plan.dataset.ref
         if stored.dataset_ref != plan.dataset.ref:

@@ -14,13 +14,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neens.exp.compare import pass_text
 from neens.exp.datasets import Case
 from neens.exp.graders import ReadyGrader
 from neens.exp.plan import ready_graders
-from neens.exp.run_command import new_experiment_id, pass_text
+from neens.exp.run_command import new_experiment_id
 from neens.exp.runner import grade_answer
 from neens.exp.spec import read_spec
 from neens.exp.store import find_experiment, open_store
@@ -72,46 +74,64 @@ async def _regrade_one(
     return row
 
 
+@dataclass(frozen=True, slots=True)
+class Regraded:
+    row: ExperimentRow
+    source: ExperimentRow
+    old: list[TrialRow]
+    new: list[TrialRow]
+
+
+async def regrade_experiment(
+    db: Database, source: ExperimentRow, graders: list[ReadyGrader], concurrency: int, cwd: Path
+) -> Regraded:
+    """Grade `source`'s stored outputs with `graders` and save the result as a finished
+    experiment of its own (kind "regrade"), without calling the task."""
+    old_trials = await trials_of(db, source.id, grades=False)
+    cases = {body["id"]: Case.from_json(body) for body in source.cases}
+    row = ExperimentRow(
+        id=new_experiment_id(),
+        kind="regrade",
+        name=source.name,
+        spec={
+            **source.spec,
+            "graders": [{"name": g.name, **g.definition.options} for g in graders],
+        },
+        dataset_ref=source.dataset_ref,
+        dataset_version_id=source.dataset_version_id,
+        dataset_hash=source.dataset_hash,
+        task_hash=source.task_hash,
+        agent_files=source.agent_files,
+        graders=[{"name": g.name, "kind": g.kind, "version": g.version} for g in graders],
+        cases=source.cases,
+        selection=source.selection,
+        failing_of=source.failing_of,
+        trials=source.trials,
+        planned=len(old_trials),
+        concurrency=concurrency,
+        created_at=utcnow(),
+        source_id=source.id,
+    )
+    await create_experiment(db, row)
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(old: TrialRow) -> TrialRow:
+        async with limit:
+            return await _regrade_one(db, row.id, graders, cases[old.case_id], old, cwd)
+
+    new_trials = list(await asyncio.gather(*(one(t) for t in old_trials)))
+    await finish_experiment(db, row.id)
+    return Regraded(row, source, old_trials, new_trials)
+
+
 async def regrade_command(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     spec = read_spec(Path(args.spec))
     graders = ready_graders(spec, args.grader, cwd)
     async with open_store(args.database_url) as db:
         source = await find_experiment(db, args.experiment)
-        old_trials = await trials_of(db, source.id, grades=False)
-        cases = {body["id"]: Case.from_json(body) for body in source.cases}
-        row = ExperimentRow(
-            id=new_experiment_id(),
-            kind="regrade",
-            name=source.name,
-            spec={
-                **source.spec,
-                "graders": [{"name": g.name, **g.definition.options} for g in graders],
-            },
-            dataset_ref=source.dataset_ref,
-            dataset_version_id=source.dataset_version_id,
-            dataset_hash=source.dataset_hash,
-            task_hash=source.task_hash,
-            agent_files=source.agent_files,
-            graders=[{"name": g.name, "kind": g.kind, "version": g.version} for g in graders],
-            cases=source.cases,
-            selection=source.selection,
-            failing_of=source.failing_of,
-            trials=source.trials,
-            planned=len(old_trials),
-            concurrency=args.concurrency,
-            created_at=utcnow(),
-            source_id=source.id,
-        )
-        await create_experiment(db, row)
-        limit = asyncio.Semaphore(args.concurrency)
-
-        async def one(old: TrialRow) -> TrialRow:
-            async with limit:
-                return await _regrade_one(db, row.id, graders, cases[old.case_id], old, cwd)
-
-        new_trials = list(await asyncio.gather(*(one(t) for t in old_trials)))
-        await finish_experiment(db, row.id)
+        done = await regrade_experiment(db, source, graders, args.concurrency, cwd)
+    row, old_trials, new_trials = done.row, done.old, done.new
     flipped = [
         (old, new)
         for old, new in zip(old_trials, new_trials, strict=True)

@@ -5,19 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from neens_eval.errors import ConfigError
 from ulid import ULID
 
+from neens.exp.compare import pass_text
 from neens.exp.plan import Plan, Selection, make_plan, resume_problems
 from neens.exp.progress import RunProgress, cost_text
 from neens.exp.runner import Caller, RunLimits, run_trials
+from neens.exp.sessions import folder_key, join, session_report
+from neens.exp.sources import Sources, hashes, sources_of
 from neens.exp.spec import HttpTask, read_spec
 from neens.exp.store import find_experiment, open_store
 from neens.exp.tasks import TaskContext, expand_headers
 from neens.store.db import Database
+from neens.store.experiment_sessions import EntryRow, SessionRow, current_session
 from neens.store.experiments import (
     ExperimentRow,
     Tally,
@@ -41,79 +46,143 @@ def _check_flags(args: argparse.Namespace) -> None:
         )
     if args.seed is not None and args.sample is None:
         raise ConfigError("--seed: only with --sample N (it seeds the sample)")
+    if args.watch and args.resume is not None:
+        raise ConfigError(
+            "--watch: not with --resume; finish the run with --resume first, then watch"
+        )
     if args.feedback is not None and args.seq < 2:
         raise ConfigError("--feedback: only with --seq N of 2 or more (the attempts it feeds)")
 
 
+@dataclass(frozen=True, slots=True)
+class RunDone:
+    """One `exp run` carried out: the experiment, its counts, and its session entry (None
+    outside a session)."""
+
+    row: ExperimentRow
+    plan: Plan
+    counts: Tally
+    finished: bool
+    ran: int
+    entry: EntryRow | None
+
+
 async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
     _check_flags(args)
+    if args.watch:
+        from neens.exp.watch import watch_command
+
+        return await watch_command(args, holder)
     cwd = Path.cwd()
-    spec = read_spec(Path(args.spec))
     async with open_store(args.database_url) as db:
-        failing_id = None
-        if args.failing is not None:
-            failing_id = (await find_experiment(db, args.failing, flag="--failing")).id
-        selection = Selection(
-            failing=failing_id,
-            cases=tuple(dict.fromkeys(args.case)),
-            first_n=args.first_n,
-            sample=args.sample,
-            seed=(args.seed if args.seed is not None else 0) if args.sample else None,
-        )
-        plan = await make_plan(
-            db,
-            spec,
-            cwd=cwd,
-            dataset=args.dataset,
-            cli_graders=args.grader,
-            trials=args.trials,
-            selection=selection,
-            failing_id=failing_id,
-            seq=args.seq,
-        )
-        headers: dict[str, str] = {}
-        if isinstance(plan.spec.task, HttpTask):
-            try:
-                headers = expand_headers(plan.spec.task.headers)
-            except ValueError as exc:
-                raise ConfigError(f"task.headers: ${{{exc}}} is not set") from None
-        stored: ExperimentRow | None = None
-        if args.resume is not None:
-            stored = await _to_resume(db, args.resume, plan)
-        todo, already = await _todo(db, plan, stored, retry_errors=args.retry_errors)
-        if stored is None:
-            stored = plan.row(new_experiment_id(), args.concurrency, utcnow())
-            await create_experiment(db, stored)
-        holder["id"] = stored.id
-        limits = RunLimits(
-            concurrency=args.concurrency, retries=args.retries, trial_timeout_s=args.trial_timeout
-        )
-        context = TaskContext(experiment_id=stored.id, name=plan.spec.name, cwd=cwd)
-        caller = Caller(plan, context, headers)
-        with RunProgress(total=plan.planned, done=already, label=stored.id) as progress:
-            await run_trials(
-                db, plan, [caller], [(0, case, trial) for case, trial in todo], limits, progress
-            )
-        counts = (await tally(db, [stored.id]))[stored.id]
-        finished = counts.done >= stored.planned
-        if finished:
-            await finish_experiment(db, stored.id)
-        _report(
-            stored,
-            counts,
-            finished,
-            ran=len(todo),
-            resumed=args.resume is not None,
-            as_json=args.json,
-        )
+        session = await current_session(db, folder_key(cwd))
+        done = await run_once(db, args, cwd, holder, session)
+        lines: list[str] = []
+        session_body = None
+        if session is not None and done.entry is not None:
+            lines, session_body = await session_report(db, session, done.row, done.entry)
+    _report(done, resumed=args.resume is not None, as_json=args.json, session=session_body)
+    if not args.json:
+        for line in lines:
+            print(line)
     return 0
+
+
+async def make_run_plan(db: Database, args: argparse.Namespace, cwd: Path) -> Plan:
+    """The run the flags describe: the spec read, the dataset loaded, the cases chosen."""
+    spec = read_spec(Path(args.spec))
+    failing_id = None
+    if args.failing is not None:
+        failing_id = (await find_experiment(db, args.failing, flag="--failing")).id
+    selection = Selection(
+        failing=failing_id,
+        cases=tuple(dict.fromkeys(args.case)),
+        first_n=args.first_n,
+        sample=args.sample,
+        seed=(args.seed if args.seed is not None else 0) if args.sample else None,
+    )
+    return await make_plan(
+        db,
+        spec,
+        cwd=cwd,
+        dataset=args.dataset,
+        cli_graders=args.grader,
+        trials=args.trials,
+        selection=selection,
+        failing_id=failing_id,
+        seq=args.seq,
+    )
+
+
+async def run_once(
+    db: Database,
+    args: argparse.Namespace,
+    cwd: Path,
+    holder: dict[str, Any],
+    session: SessionRow | None,
+    plan: Plan | None = None,
+) -> RunDone:
+    """Run `plan` (by default the one the flags describe), or what is left of a stored run with
+    --resume, after joining the folder's session when there is one; count what it saved."""
+    if plan is None:
+        plan = await make_run_plan(db, args, cwd)
+    spec_path = Path(args.spec)
+    headers = task_headers(plan)
+    stored: ExperimentRow | None = None
+    if args.resume is not None:
+        stored = await _to_resume(db, args.resume, plan)
+    todo, already = await _todo(db, plan, stored, retry_errors=args.retry_errors)
+    if stored is None:
+        stored = plan.row(new_experiment_id(), args.concurrency, utcnow())
+        await create_experiment(db, stored)
+    holder["id"] = stored.id
+    entry = None
+    if session is not None:
+        files = hashes(plan_sources(spec_path, plan).all(), cwd)
+        entry = await join(db, session, stored, files, "run")
+    limits = RunLimits(
+        concurrency=args.concurrency, retries=args.retries, trial_timeout_s=args.trial_timeout
+    )
+    context = TaskContext(experiment_id=stored.id, name=plan.spec.name, cwd=cwd)
+    caller = Caller(plan, context, headers)
+    with RunProgress(total=plan.planned, done=already, label=stored.id) as progress:
+        await run_trials(
+            db, plan, [caller], [(0, case, trial) for case, trial in todo], limits, progress
+        )
+    counts = (await tally(db, [stored.id]))[stored.id]
+    finished = counts.done >= stored.planned
+    if finished:
+        await finish_experiment(db, stored.id)
+    holder.pop("id", None)
+    return RunDone(stored, plan, counts, finished, len(todo), entry)
+
+
+def task_headers(plan: Plan) -> dict[str, str]:
+    """An http task's headers with their ${NAME}s read from the environment."""
+    if not isinstance(plan.spec.task, HttpTask):
+        return {}
+    try:
+        return expand_headers(plan.spec.task.headers)
+    except ValueError as exc:
+        raise ConfigError(f"task.headers: ${{{exc}}} is not set") from None
+
+
+def plan_sources(spec_path: Path, plan: Plan) -> Sources:
+    """The files this run is made from."""
+    return sources_of(
+        spec_path,
+        plan.spec,
+        [g.definition for g in plan.graders],
+        None if plan.dataset.version_id is not None else plan.dataset.ref,
+        plan.cwd,
+    )
 
 
 async def _to_resume(db: Database, given: str, plan: Plan) -> ExperimentRow:
     if given:
         stored = await find_experiment(db, given, flag="--resume")
     else:
-        found = await latest_unfinished(db, plan.spec.name)
+        found = await latest_unfinished(db, plan.spec.name, kind="run")
         if found is None:
             raise ConfigError(
                 f"--resume: no unfinished run named {plan.spec.name!r} in this store; "
@@ -183,38 +252,39 @@ def _seq_json(row: ExperimentRow, counts: Tally) -> dict[str, Any] | None:
     }
 
 
-def pass_text(passed: int, graded: int) -> str:
-    if graded == 0:
-        return "pass no data"
-    return f"pass {passed / graded * 100:.1f}% ({passed}/{graded})"
-
-
-def _report(
-    row: ExperimentRow, counts: Tally, finished: bool, *, ran: int, resumed: bool, as_json: bool
-) -> None:
+def _report(done: RunDone, *, resumed: bool, as_json: bool, session: dict[str, Any] | None) -> None:
+    row, counts, finished = done.row, done.counts, done.finished
     if as_json:
         body = summary_json(row, counts, finished)
-        body["ranNow"] = ran
+        body["ranNow"] = done.ran
         body["resumed"] = resumed
-        print(json.dumps(body, ensure_ascii=False))
+        body["session"] = session
+        print(json.dumps(body, ensure_ascii=False, allow_nan=False))
         return
+    for line in run_lines(row, counts, finished):
+        print(line)
+    if resumed:
+        print(f"resumed: ran {done.ran} case-trials left", file=sys.stderr)
+
+
+def run_lines(row: ExperimentRow, counts: Tally, finished: bool) -> list[str]:
+    """What `exp run` prints about a run, after the first line's "run ID NAME"."""
     rate = pass_text(counts.passed, counts.graded)
     line = f"run {row.id} {row.name}  {rate}  {counts.done} case runs"
     if not finished:
         line += f" of {row.planned} (partial)"
-    print(line)
+    lines = [line]
     seq = _seq_json(row, counts)
     if seq is not None:
-        print(
+        lines.append(
             f"seq@{seq['attempts']} {pass_text(counts.seq_passed, counts.graded)[5:]} "
             f"with feedback ({seq['feedback']}); the pass rate above is the first attempt's"
         )
     errors = counts.infra_errors + counts.agent_errors
     if errors:
-        print(f"errors {errors} ({counts.infra_errors} infra, {counts.agent_errors} agent)")
+        lines.append(f"errors {errors} ({counts.infra_errors} infra, {counts.agent_errors} agent)")
     ungraded = counts.done - counts.graded - errors
     if ungraded:
-        print(f"ungraded {ungraded} (no grader produced a verdict)")
-    print(f"cost {cost_text(counts.cost_usd, counts.priced, counts.done)}")
-    if resumed:
-        print(f"resumed: ran {ran} case-trials left", file=sys.stderr)
+        lines.append(f"ungraded {ungraded} (no grader produced a verdict)")
+    lines.append(f"cost {cost_text(counts.cost_usd, counts.priced, counts.done)}")
+    return lines

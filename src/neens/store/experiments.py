@@ -326,12 +326,17 @@ async def latest_aa_pair(db: Database, dataset_hash: str) -> tuple[str, str] | N
         return first, second
 
 
-async def latest_unfinished(db: Database, name: str) -> ExperimentRow | None:
-    """The newest unfinished experiment of this name (what `--resume` with no id continues)."""
+async def latest_unfinished(db: Database, name: str, *, kind: str) -> ExperimentRow | None:
+    """The newest unfinished experiment of this name and kind ("run", "aa"): what `--resume`
+    with no id continues."""
     async with db.read() as s:
         found = await s.scalar(
             select(Experiment)
-            .where(Experiment.name == name, Experiment.finished_at.is_(None))
+            .where(
+                Experiment.name == name,
+                Experiment.kind == kind,
+                Experiment.finished_at.is_(None),
+            )
             .order_by(Experiment.created_at.desc(), Experiment.id.desc())
             .limit(1)
         )

@@ -700,3 +700,54 @@ class ExperimentGrade(Base):
     reason: Mapped[str] = mapped_column(Text)
     prompt: Mapped[str | None] = mapped_column(Text, default=None)
     raw_reply: Mapped[str | None] = mapped_column(Text, default=None)
+
+
+class ExperimentSession(Base):
+    """A line of work in one project folder (`neens exp session new --name TOPIC`): the runs
+    made there and the notes taken, in time order."""
+
+    __tablename__ = "experiment_sessions"
+    __table_args__ = (Index(None, "folder", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    folder: Mapped[str] = mapped_column(Text)
+    """The absolute path of the folder it was started in."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ExperimentSessionEntry(Base):
+    """One step of a session: a run or a regrade made in its folder, or a note."""
+
+    __tablename__ = "experiment_session_entries"
+    __table_args__ = (Index(None, "session_id", "pk"),)
+
+    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("experiment_sessions.id", ondelete="CASCADE")
+    )
+    kind: Mapped[str] = mapped_column(String(20))
+    """"run", "regrade" or "note"."""
+    experiment_id: Mapped[str | None] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), default=None
+    )
+    previous_id: Mapped[str | None] = mapped_column(String(40), default=None)
+    """The session's run it is compared with: the one before it on the same dataset."""
+    files: Mapped[dict[str, Any] | None] = mapped_column(JsonType, default=None)
+    """What the run was made from: each file (the spec, the agent's, the graders', the
+    dataset) by its path relative to the folder, with the SHA-256 of its content."""
+    text: Mapped[str | None] = mapped_column(Text, default=None)
+    """A note's text."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ExperimentSessionFolder(Base):
+    """Which session is current in a folder: each `exp run` made there joins it."""
+
+    __tablename__ = "experiment_session_folders"
+
+    folder: Mapped[str] = mapped_column(Text, primary_key=True)
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("experiment_sessions.id", ondelete="CASCADE")
+    )
+    set_at: Mapped[datetime] = mapped_column(default=utcnow)

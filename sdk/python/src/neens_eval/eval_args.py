@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from neens_eval.arg_types import count, fraction, number, positive_int, seconds
 from neens_eval.client import RETRY_WINDOW_VAR, parse_window
 from neens_eval.errors import ConfigError
 from neens_eval.gate_policy import (
@@ -118,14 +119,14 @@ def add_commands(
     invoking = run_parser.add_argument_group("running the agent")
     invoking.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         metavar="N",
         help="items run at the same time (default 1); each is tagged with its own item id",
     )
     invoking.add_argument(
         "--item-timeout",
-        type=_seconds,
+        type=seconds,
         default=DEFAULT_ITEM_TIMEOUT_S,
         metavar="SECONDS",
         help=f"kill one item's command after this long (default {DEFAULT_ITEM_TIMEOUT_S:g})",
@@ -208,13 +209,13 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("the gate")
     group.add_argument(
         "--min-pass-rate",
-        type=_fraction,
+        type=fraction,
         metavar="X",
         help="server gate: the least share of items that must pass (0..1)",
     )
     group.add_argument(
         "--max-regressions",
-        type=_count,
+        type=count,
         metavar="N",
         help="server gate: the most items that may regress against the baseline",
     )
@@ -238,20 +239,20 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--min-avg-score",
-        type=_fraction,
+        type=fraction,
         metavar="X",
         help="block rule: the mean item score must be at least X (0..1)",
     )
     group.add_argument(
         "--max-abs-failures",
-        type=_count,
+        type=count,
         metavar="N",
         help="block rule: at most N items may fail or error",
     )
     output = parser.add_argument_group("waiting and output")
     output.add_argument(
         "--timeout",
-        type=_seconds,
+        type=seconds,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help=f"how long to wait for the verdict (default {DEFAULT_TIMEOUT_S:g}); then exit 3",
@@ -359,25 +360,8 @@ def _baseline(text: str) -> dict[str, str]:
     )
 
 
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
-
-
-def _fraction(text: str) -> float:
-    value = _number(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1 (0.9 means 90%)")
-    return value
-
-
 def _pct(text: str) -> float:
-    value = _number(text)
+    value = number(text)
     if value < -100:
         raise argparse.ArgumentTypeError(f"{text} is below -100 (cheaper than free)")
     return value
@@ -388,27 +372,3 @@ def _window(text: str) -> float:
         return parse_window(text, "--retry-window")
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--retry-window: ")) from None
-
-
-def _seconds(text: str) -> float:
-    value = _number(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = _count(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value

@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from neens_eval.arg_types import count, fraction, positive_int, seconds
 from neens_eval.errors import ApiError, ConfigError
-from neens_eval.eval_args import _count, _fraction, _positive_int, _seconds, _window
+from neens_eval.eval_args import _window
 
 if TYPE_CHECKING:
     from neens_eval.cli import Subparsers
@@ -196,7 +197,7 @@ def add_commands(
     )
     decision.add_argument(
         "--bar",
-        type=_fraction,
+        type=fraction,
         metavar="X",
         help="the pass rate an arm must clear, 0..1 (0.9 is 90%%); default: the sweep's pinned "
         "gate min_pass_rate, else the server's default, 0.9",
@@ -230,7 +231,7 @@ def _add_definition(parser: argparse.ArgumentParser, *, creating: bool) -> None:
     )
     group.add_argument(
         "--pass-k",
-        type=_positive_int,
+        type=positive_int,
         metavar="K",
         help="runs per arm; an arm passes only when all K are green (default: the server's, 3)",
     )
@@ -256,13 +257,13 @@ def _add_definition(parser: argparse.ArgumentParser, *, creating: bool) -> None:
     )
     group.add_argument(
         "--min-pass-rate",
-        type=_fraction,
+        type=fraction,
         metavar="X",
         help="the gate every run is held to: the least share of items that must pass (0..1)",
     )
     group.add_argument(
         "--max-regressions",
-        type=_count,
+        type=count,
         metavar="N",
         help="the gate every run is held to: the most items that may regress",
     )
@@ -283,7 +284,7 @@ def _add_output(
         )
         group.add_argument(
             "--timeout",
-            type=_seconds,
+            type=seconds,
             default=DEFAULT_SWEEP_TIMEOUT_S,
             metavar="SECONDS",
             help=f"with --wait: how long to wait (default {DEFAULT_SWEEP_TIMEOUT_S:g}); then "
