@@ -13,6 +13,9 @@ import asyncio
 import sys
 from typing import Any
 
+from neens.exp.metrics_cli import register_metrics
+from neens.exp.plateau_cli import add_series_options, register_plateau
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -221,6 +224,7 @@ def register(subparsers: Any) -> None:
         metavar="SEC",
         help="cap each case-trial's task at SEC seconds, retries included",
     )
+    add_series_options(run)
     _common(run)
     run.set_defaults(func=_run)
 
@@ -357,3 +361,6 @@ def register(subparsers: Any) -> None:
     )
     _common(status)
     status.set_defaults(func=_status)
+
+    register_plateau(commands, _common)
+    register_metrics(commands)

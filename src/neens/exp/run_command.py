@@ -12,6 +12,7 @@ from neens_eval.errors import ConfigError
 from ulid import ULID
 
 from neens.exp.plan import Plan, Selection, make_plan, resume_problems
+from neens.exp.plateau import check_series, tag_finished_run
 from neens.exp.progress import RunProgress, cost_text
 from neens.exp.runner import Caller, RunLimits, run_trials
 from neens.exp.spec import HttpTask, read_spec
@@ -43,6 +44,11 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise ConfigError("--seed: only with --sample N (it seeds the sample)")
     if args.feedback is not None and args.seq < 2:
         raise ConfigError("--feedback: only with --seq N of 2 or more (the attempts it feeds)")
+    if args.series is not None and args.failing is not None:
+        raise ConfigError(
+            "--series: not with --failing (a run of only A's failing cases gains by regression "
+            "to the mean, not by a change)"
+        )
 
 
 async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
@@ -80,6 +86,7 @@ async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
         stored: ExperimentRow | None = None
         if args.resume is not None:
             stored = await _to_resume(db, args.resume, plan)
+            await check_series(db, args.series, stored)
         todo, already = await _todo(db, plan, stored, retry_errors=args.retry_errors)
         if stored is None:
             stored = plan.row(new_experiment_id(), args.concurrency, utcnow())
@@ -98,6 +105,9 @@ async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
         finished = counts.done >= stored.planned
         if finished:
             await finish_experiment(db, stored.id)
+        series = None
+        if args.series is not None:
+            series = await tag_finished_run(db, args, stored.id) if finished else _untagged(args)
         _report(
             stored,
             counts,
@@ -105,6 +115,7 @@ async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
             ran=len(todo),
             resumed=args.resume is not None,
             as_json=args.json,
+            series=series,
         )
     return 0
 
@@ -189,13 +200,30 @@ def pass_text(passed: int, graded: int) -> str:
     return f"pass {passed / graded * 100:.1f}% ({passed}/{graded})"
 
 
+def _untagged(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    line = (
+        f"series {args.series}: not tagged, the run is partial; --resume it to add it as the "
+        "next round"
+    )
+    return line, {"name": args.series, "round": None, "line": line}
+
+
 def _report(
-    row: ExperimentRow, counts: Tally, finished: bool, *, ran: int, resumed: bool, as_json: bool
+    row: ExperimentRow,
+    counts: Tally,
+    finished: bool,
+    *,
+    ran: int,
+    resumed: bool,
+    as_json: bool,
+    series: tuple[str, dict[str, Any]] | None = None,
 ) -> None:
     if as_json:
         body = summary_json(row, counts, finished)
         body["ranNow"] = ran
         body["resumed"] = resumed
+        if series is not None:
+            body["series"] = series[1]
         print(json.dumps(body, ensure_ascii=False))
         return
     rate = pass_text(counts.passed, counts.graded)
@@ -216,5 +244,7 @@ def _report(
     if ungraded:
         print(f"ungraded {ungraded} (no grader produced a verdict)")
     print(f"cost {cost_text(counts.cost_usd, counts.priced, counts.done)}")
+    if series is not None:
+        print(series[0])
     if resumed:
         print(f"resumed: ran {ran} case-trials left", file=sys.stderr)
