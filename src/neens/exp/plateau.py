@@ -183,7 +183,18 @@ def _table(report: SeriesReport) -> str:
             ]
         )
     return table(
-        ["round", "experiment", "pass", "vs", "gain", "cases", "> ε", "detector", "incumbent", ""],
+        [
+            "round",
+            "experiment",
+            "pass",
+            "vs",
+            "gain",
+            "cases",
+            "> ε",
+            "detector",
+            "incumbent",
+            "note",
+        ],
         rows,
         right={2, 4, 5, 7},
     )
