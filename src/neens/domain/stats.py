@@ -137,9 +137,10 @@ def median_difference_interval(
     there are too few pairs for one (fewer than 6 at 95%).
 
     SciPy's `quantile_test(d, q=0, p=0.5).confidence_interval(confidence)`: a pair of order
-    statistics [d₍ₖ₎, d₍ₙ₋ₖ₊₁₎] that inverts the sign test, so it excludes 0 exactly when that
-    test rejects (with ties kept). Its coverage is at least `confidence` and exceeds it at small
-    n: [d₍₂₎, d₍₁₀₎] at n = 11 covers 98.8% (an exact 95% interval is not attainable).
+    statistics [d₍ₖ₎, d₍ₙ₋ₖ₊₁₎] that inverts the sign test (ties kept), so at n = 11 it excludes 0
+    only when 10 of the 11 differences fall on one side. Its coverage is at least `confidence`
+    and exceeds it at small n: [d₍₂₎, d₍₁₀₎] at n = 11 covers 98.8% (an exact 95% interval is
+    not attainable).
     """
     values = list(diffs)
     if not 0 < confidence < 1:
