@@ -203,3 +203,20 @@ def test_bad_detector_settings_are_refused(project: Project) -> None:
         result = project.exp("plateau", "--series", "loop", flag, value)
         assert result.code == 2
         assert flag in result.err
+
+
+def test_detector_flags_on_exp_run_need_series(project: Project) -> None:
+    result = project.exp("run", "spec.json", "--eps", "0.1")
+    assert result.code == 2
+    assert "--eps: only with --series NAME" in result.err
+
+
+def test_exp_run_decides_with_the_flags_it_is_given(project: Project) -> None:
+    _setup(project)
+    _round(project, 5)
+    # +5pp is an improvement at --eps 0.04, so the detector falls instead of rising.
+    line = _round(project, 6, "--eps", "0.04", "--gate", "chain")
+    assert line.endswith(
+        "v2 gains +5.0pp over v1 on 20 shared cases; detector 0.50 of 20; too few rounds to "
+        "decide (2 of 3)"
+    )

@@ -26,6 +26,7 @@ from neens.domain.plateau import (
     decide,
     paired_gain,
 )
+from neens.exp.plateau_cli import DEFAULT_DELTA, DEFAULT_EPS, DEFAULT_GATE
 from neens.exp.store import open_store
 from neens.exp.table import table
 from neens.store.db import Database
@@ -307,6 +308,9 @@ async def tag_finished_run(
 ) -> tuple[str, dict[str, Any]]:
     """Tag the finished run as the next round of `args.series` and say what the series should
     do: the line `exp run` prints and the `series` object of its --json."""
+    eps = DEFAULT_EPS if args.eps is None else args.eps
+    delta = DEFAULT_DELTA if args.delta is None else args.delta
+    gate = DEFAULT_GATE if args.gate is None else args.gate
     tagged = await add_round(db, args.series, experiment_id)
     if tagged.series != args.series:
         raise ConfigError(
@@ -314,15 +318,13 @@ async def tag_finished_run(
             f"series {tagged.series}; a run is a round of one series"
         )
     rounds = [r for r in await series_rounds(db, args.series) if r.round <= tagged.round]
-    report = analyse(
-        args.series, await _load(db, rounds), eps=args.eps, delta=args.delta, gate=args.gate
-    )
+    report = analyse(args.series, await _load(db, rounds), eps=eps, delta=delta, gate=gate)
     return decision_line(report), {
         "name": args.series,
         "round": tagged.round,
         "version": f"v{tagged.round}",
-        "gate": args.gate,
-        "eps": args.eps,
-        "delta": args.delta,
+        "gate": gate,
+        "eps": eps,
+        "delta": delta,
         "decision": decision_json(report),
     }

@@ -39,18 +39,25 @@ def _series_name(text: str) -> str:
     return text
 
 
-def _detector_options(group: Any) -> None:
+DEFAULT_EPS = 0.05
+DEFAULT_DELTA = 0.05
+DEFAULT_GATE = "greedy"
+
+
+def _detector_options(group: Any, *, defaults: bool = True) -> None:
+    """--eps, --delta, --gate; without `defaults` they stay None when not given (so that
+    `exp run` can refuse them without --series)."""
     group.add_argument(
         "--eps",
         type=_eps,
-        default=0.05,
+        default=DEFAULT_EPS if defaults else None,
         metavar="E",
         help="a round improves when it beats the incumbent by more than E (default 0.05 = 5pp)",
     )
     group.add_argument(
         "--delta",
         type=_delta,
-        default=0.05,
+        default=DEFAULT_DELTA if defaults else None,
         metavar="D",
         help="the detector's threshold is 1/D: false alarms on average no sooner than every "
         "1/D rounds (default 0.05: 20 rounds; an average run length, not an error rate)",
@@ -58,7 +65,7 @@ def _detector_options(group: Any) -> None:
     group.add_argument(
         "--gate",
         choices=["greedy", "chain"],
-        default="greedy",
+        default=DEFAULT_GATE if defaults else None,
         help="greedy: keep a candidate only when it beats the incumbent (default); chain: keep "
         "every one",
     )
@@ -74,7 +81,7 @@ def add_series_options(run: argparse.ArgumentParser) -> None:
         help="tag the finished run as the next round (v1, v2, …) of series NAME and say "
         "whether to continue or stop",
     )
-    _detector_options(group)
+    _detector_options(group, defaults=False)
 
 
 def _plateau(args: argparse.Namespace) -> int:

@@ -44,6 +44,9 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise ConfigError("--seed: only with --sample N (it seeds the sample)")
     if args.feedback is not None and args.seq < 2:
         raise ConfigError("--feedback: only with --seq N of 2 or more (the attempts it feeds)")
+    for flag in ("eps", "delta", "gate"):
+        if args.series is None and getattr(args, flag) is not None:
+            raise ConfigError(f"--{flag}: only with --series NAME (it sets the series' detector)")
     if args.series is not None and args.failing is not None:
         raise ConfigError(
             "--series: not with --failing (a run of only A's failing cases gains by regression "
