@@ -15,6 +15,9 @@ from typing import Any
 
 from neens_eval.arg_types import count, number, positive_int, seconds
 
+from neens.exp.metrics_cli import register_metrics
+from neens.exp.plateau_cli import add_series_options, register_plateau
+
 
 def _margin(text: str) -> float:
     value = number(text)
@@ -222,6 +225,7 @@ def register(subparsers: Any) -> None:
         "the dataset change (only the graders: regrade the last outputs, no task calls); "
         "Enter runs again, q quits",
     )
+    add_series_options(run)
     _common(run)
     run.set_defaults(func=_run)
 
@@ -388,3 +392,5 @@ def register(subparsers: Any) -> None:
     )
     _common(summary)
     summary.set_defaults(func=_session_summary)
+    register_plateau(commands, _common)
+    register_metrics(commands)

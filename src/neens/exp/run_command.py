@@ -14,6 +14,7 @@ from ulid import ULID
 
 from neens.exp.compare import pass_text
 from neens.exp.plan import Plan, Selection, make_plan, resume_problems
+from neens.exp.plateau import check_series, tag_finished_run
 from neens.exp.progress import RunProgress, cost_text
 from neens.exp.runner import Caller, RunLimits, run_trials
 from neens.exp.sessions import folder_key, join, session_report
@@ -52,6 +53,19 @@ def _check_flags(args: argparse.Namespace) -> None:
         )
     if args.feedback is not None and args.seq < 2:
         raise ConfigError("--feedback: only with --seq N of 2 or more (the attempts it feeds)")
+    for flag in ("eps", "delta", "gate"):
+        if args.series is None and getattr(args, flag) is not None:
+            raise ConfigError(f"--{flag}: only with --series NAME (it sets the series' detector)")
+    if args.series is not None and args.failing is not None:
+        raise ConfigError(
+            "--series: not with --failing (a run of only A's failing cases gains by regression "
+            "to the mean, not by a change)"
+        )
+    if args.series is not None and args.watch:
+        raise ConfigError(
+            "--series: not with --watch (each round of a series is a run you chose to keep); "
+            "run `neens exp run SPEC --series NAME` once the watched change is ready"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +79,8 @@ class RunDone:
     finished: bool
     ran: int
     entry: EntryRow | None
+    series: tuple[str, dict[str, Any]] | None = None
+    """The series line and its JSON, with --series."""
 
 
 async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
@@ -131,6 +147,7 @@ async def run_once(
     stored: ExperimentRow | None = None
     if args.resume is not None:
         stored = await _to_resume(db, args.resume, plan)
+        await check_series(db, args.series, stored)
     todo, already = await _todo(db, plan, stored, retry_errors=args.retry_errors)
     if stored is None:
         stored = plan.row(new_experiment_id(), args.concurrency, utcnow())
@@ -153,8 +170,11 @@ async def run_once(
     finished = counts.done >= stored.planned
     if finished:
         await finish_experiment(db, stored.id)
+    series = None
+    if args.series is not None:
+        series = await tag_finished_run(db, args, stored.id) if finished else _untagged(args)
     holder.pop("id", None)
-    return RunDone(stored, plan, counts, finished, len(todo), entry)
+    return RunDone(stored, plan, counts, finished, len(todo), entry, series)
 
 
 def task_headers(plan: Plan) -> dict[str, str]:
@@ -259,10 +279,14 @@ def _report(done: RunDone, *, resumed: bool, as_json: bool, session: dict[str, A
         body["ranNow"] = done.ran
         body["resumed"] = resumed
         body["session"] = session
+        if done.series is not None:
+            body["series"] = done.series[1]
         print(json.dumps(body, ensure_ascii=False, allow_nan=False))
         return
     for line in run_lines(row, counts, finished):
         print(line)
+    if done.series is not None:
+        print(done.series[0])
     if resumed:
         print(f"resumed: ran {done.ran} case-trials left", file=sys.stderr)
 
@@ -288,3 +312,11 @@ def run_lines(row: ExperimentRow, counts: Tally, finished: bool) -> list[str]:
         lines.append(f"ungraded {ungraded} (no grader produced a verdict)")
     lines.append(f"cost {cost_text(counts.cost_usd, counts.priced, counts.done)}")
     return lines
+
+
+def _untagged(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    line = (
+        f"series {args.series}: not tagged, the run is partial; --resume it to add it as the "
+        "next round"
+    )
+    return line, {"name": args.series, "round": None, "line": line}

@@ -751,3 +751,19 @@ class ExperimentSessionFolder(Base):
         ForeignKey("experiment_sessions.id", ondelete="CASCADE")
     )
     set_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ExperimentSeriesRound(Base):
+    """An experiment tagged as the next round of a series (`exp run --series NAME`): v1, v2, …
+
+    Written once, when the run has finished; an experiment is a round of at most one series.
+    """
+
+    __tablename__ = "experiment_series_rounds"
+    __table_args__ = (UniqueConstraint("experiment_id"),)
+
+    series: Mapped[str] = mapped_column(String(200), primary_key=True)
+    round: Mapped[int] = mapped_column(Integer, primary_key=True)
+    """1 for v1, 2 for v2, …, with no gaps."""
+    experiment_id: Mapped[str] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
