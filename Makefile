@@ -64,7 +64,8 @@ openapi: install ## Write the OpenAPI contract to schemas/openapi.json
 	$(BIN)/python -m neens.api.openapi_dump > schemas/openapi.json
 
 screenshots: install ## Refresh docs/screenshots from the browser tests (needs chromium)
-	NEENS_REQUIRE_BROWSER=1 $(BIN)/pytest -q -p no:cacheprovider tests/web/test_browser.py
+	NEENS_REQUIRE_BROWSER=1 $(BIN)/pytest -q -p no:cacheprovider tests/web/test_browser.py \
+		tests/web/test_sweep_browser.py
 	mkdir -p docs/screenshots
 	for name in $(DOC_SCREENSHOTS); do \
 		cp test-artifacts/screenshots/$$name.png docs/screenshots/; done
