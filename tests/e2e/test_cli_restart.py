@@ -213,6 +213,8 @@ def test_eval_push_rides_out_a_server_killed_and_restarted_mid_run_and_exits_by_
 def test_a_server_gone_for_longer_than_the_retry_window_exits_3_with_the_last_counts(
     server: ServerProcess,
 ) -> None:
+    # The agent stays up throughout: the run's calls that were in flight when the server was
+    # killed are made again once it is back, and they must reach the agent.
     with slow_agent(1.0) as agent:
         key, dataset, connection = _setup(server, agent)
         started = time.monotonic()
@@ -226,26 +228,26 @@ def test_a_server_gone_for_longer_than_the_retry_window_exits_3_with_the_last_co
         server.kill()
         out, stderr = _finish(process, seen)
 
-    assert process.returncode == 3, stderr
-    assert time.monotonic() - started < 60
-    assert out["verdict"] == "no_verdict"
-    assert "could not reach Neens" in out["error"]
-    assert "(retries last 3 s, NEENS_RETRY_WINDOW changes it)" in out["error"]
-    seen_last = out["lastSeen"]
-    assert set(seen_last) == {"at", "status", "itemCount", "counts"}
-    assert seen_last["itemCount"] == 3
-    assert set(seen_last["counts"]) == {"pending", "captured", "scored", "error"}
-    assert f"neens: last seen at {seen_last['at']}:" in stderr
-    assert f"neens eval push --run-id {out['runId']}" in stderr
+        assert process.returncode == 3, stderr
+        assert time.monotonic() - started < 60
+        assert out["verdict"] == "no_verdict"
+        assert "could not reach Neens" in out["error"]
+        assert "(retries last 3 s, NEENS_RETRY_WINDOW changes it)" in out["error"]
+        seen_last = out["lastSeen"]
+        assert set(seen_last) == {"at", "status", "itemCount", "counts"}
+        assert seen_last["itemCount"] == 3
+        assert set(seen_last["counts"]) == {"pending", "captured", "scored", "error"}
+        assert f"neens: last seen at {seen_last['at']}:" in stderr
+        assert f"neens eval push --run-id {out['runId']}" in stderr
 
-    # Once the server is back, the same run is followed by its id to the gate.
-    server.start()
-    again = subprocess.run(
-        [*NEENS, "eval", "push", "--run-id", out["runId"], "--min-avg-score", "0.5", "--json"],
-        env={**os.environ, "NEENS_BASE_URL": server.url, "NEENS_API_KEY": key},
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+        # Once the server is back, the same run is followed by its id to the gate.
+        server.start()
+        again = subprocess.run(
+            [*NEENS, "eval", "push", "--run-id", out["runId"], "--min-avg-score", "0.5", "--json"],
+            env={**os.environ, "NEENS_BASE_URL": server.url, "NEENS_API_KEY": key},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["verdict"] == "passed"
