@@ -1,8 +1,9 @@
-"""The evidence a sweep decision is computed from: one row per captured answer of each child run.
+"""The evidence a sweep decision is computed from: each arm's captured answers added up per item.
 
-Only ids, verdicts, costs and agent names are read, never a session's texts or span tree, so a
-comparison over 6 arms × 3 runs × 10,000 items reads about as much as a bare SELECT of its
-score rows.
+Only verdicts, costs and agent names are read, never a session's texts or span tree, and they
+are added up in SQL (one GROUP BY per arm, over covering indexes of pre-prod items and
+sessions), so a comparison over 6 arms × 3 runs × 10,000 items reads one row per item and arm
+rather than one per answer: about as much as a bare SELECT of its score rows.
 """
 
 from __future__ import annotations
@@ -10,40 +11,67 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Integer, and_, case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.domain.decision_types import RepeatColumns
+from neens.domain.decision_types import NO_TALLIES, ItemTallies
 from neens.store.models import DatasetItem, Judge, PreprodItem, Score, SweepRun, TraceSession
 
 
-async def sweep_answers(s: AsyncSession, arm_ids: Sequence[str]) -> dict[str, RepeatColumns]:
-    """Arm id -> every answer its launched runs captured, as columns (items never captured are
-    absent): one query per arm, whose rows are turned into columns in C (`zip`), with no Python
-    object per answer."""
+def _count_of(condition: Any) -> Any:
+    return func.sum(case((condition, 1), else_=0), type_=Integer)
+
+
+async def arm_tallies(s: AsyncSession, run_ids: Sequence[str]) -> ItemTallies:
+    """One arm's captured answers (those of its launched runs `run_ids`) added up per item, by
+    the definitions of `RepeatColumns.tallies`; items it never captured are absent.
+
+    A run captures an item at most once (`preprod_items` is unique on run and item), so an
+    item's scored answers come from as many distinct runs, and its cost columns are one per
+    run: each holds the one cost of that run's answer, exactly as stored."""
+    if not run_ids:
+        return NO_TALLIES
     connection = await s.connection()
-    by_arm: dict[str, RepeatColumns] = {}
-    for arm_id in arm_ids:
-        runs = select(SweepRun.run_id).where(
-            SweepRun.arm_id == arm_id, SweepRun.run_id.is_not(None)
-        )
-        rows = (
-            await connection.execute(
-                select(
-                    PreprodItem.item_id,
-                    PreprodItem.run_id,
-                    PreprodItem.status == "scored",
-                    PreprodItem.passed,
-                    TraceSession.cost_usd,
-                    TraceSession.agent_name,
-                )
-                .join(TraceSession, TraceSession.pk == PreprodItem.session_pk)
-                .where(PreprodItem.run_id.in_(runs))
+    scored = PreprodItem.status == "scored"
+    name: Any = func.nullif(TraceSession.agent_name, "")
+    if connection.dialect.name == "postgresql":
+        name = name.collate("C")  # by code point, as SQLite's BINARY and Python's min and max
+    rows = (
+        await connection.execute(
+            select(
+                PreprodItem.item_id,
+                func.count(),
+                _count_of(scored),
+                _count_of(and_(scored, PreprodItem.passed.is_(True))),
+                _count_of(and_(scored, PreprodItem.passed.is_(None))),
+                func.min(name),
+                func.max(name),
+                *(
+                    func.max(case((PreprodItem.run_id == run_id, TraceSession.cost_usd)))
+                    for run_id in run_ids
+                ),
             )
-        ).all()
-        by_arm[arm_id] = RepeatColumns.from_columns(rows)
-    return by_arm
+            .join(TraceSession, TraceSession.pk == PreprodItem.session_pk)
+            .where(PreprodItem.run_id.in_(list(run_ids)))
+            .group_by(PreprodItem.item_id)
+        )
+    ).all()
+    if not rows:
+        return NO_TALLIES
+    item_id, cases, scored_n, passed, unjudged, lowest, highest, *costs = zip(*rows, strict=True)
+    return ItemTallies(
+        item_id=item_id,
+        cases=cases,
+        scored=scored_n,
+        passed=passed,
+        unjudged=unjudged,
+        scored_runs=scored_n,
+        lowest_agent=lowest,
+        highest_agent=highest,
+        costs=costs,
+    )
 
 
 async def frozen_item_ids(s: AsyncSession, version_id: str) -> Sequence[str]:

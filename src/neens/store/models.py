@@ -142,6 +142,8 @@ class TraceSession(Base):
         Index(None, "project_id", "started_at", "pk"),
         Index(None, "project_id", "agent_name", "pk"),
         Index(None, "project_id", "eval_run_id"),
+        # Covering: a sweep decision reads a session's cost and agent name without its texts.
+        Index(None, "pk", "cost_usd", "agent_name", "updated_at"),
     )
 
     pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
@@ -484,6 +486,9 @@ class PreprodItem(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "item_id"),
         UniqueConstraint("run_id", "position"),
+        # Covering: a sweep decision reads a run's verdicts and captured sessions without the
+        # frozen prompts.
+        Index(None, "run_id", "item_id", "status", "passed", "session_pk"),
     )
 
     pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
