@@ -1,5 +1,9 @@
 """Sweep decisions read narrow rows: covering indexes on pre-prod items (verdicts and the
-captured session) and on sessions (cost, agent name, when re-derived).
+captured session) and on sessions (cost, agent name, when re-derived), and each finished child
+run's verdict stored with what it rests on, so reading a finished sweep works out no gate.
+
+Runs finished before this revision have no stored verdict: the first read of their sweep works
+it out and stores it.
 
 Revision ID: 0011
 Revises: 0010
@@ -8,6 +12,7 @@ Create Date: 2026-12-01 08:00:00.000000
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0011"
@@ -26,6 +31,9 @@ def _name(table: str, columns: list[str]) -> str:
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("preprod_runs", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("green", sa.Boolean(), nullable=True))
+        batch_op.add_column(sa.Column("green_basis", sa.Text(), nullable=True))
     for table, columns in _INDEXES:
         op.create_index(_name(table, columns), table, columns)
 
@@ -33,3 +41,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     for table, columns in _INDEXES:
         op.drop_index(_name(table, columns), table_name=table)
+    with op.batch_alter_table("preprod_runs", schema=None) as batch_op:
+        batch_op.drop_column("green_basis")
+        batch_op.drop_column("green")
