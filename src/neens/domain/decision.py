@@ -261,9 +261,8 @@ def _codes(values: Sequence[str], lookup: Mapping[str, int]) -> _Ints:
 
 def _per_item(size: int, item: _Ints, values: Sequence[int]) -> _Ints:
     """A tally column spread over all items (0 where the arm has no tally)."""
-    out = np.zeros(size, dtype=np.intp)
-    np.add.at(out, item, np.asarray(values, dtype=np.intp))
-    return out
+    weights = np.asarray(values, dtype=np.float64)  # counts: exact in a float64
+    return np.bincount(item, weights=weights, minlength=size).astype(np.intp)
 
 
 @dataclass(slots=True)

@@ -13,15 +13,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Integer, and_, case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.decision_types import NO_TALLIES, ItemTallies
 from neens.store.models import DatasetItem, Judge, PreprodItem, Score, SweepRun, TraceSession
 
+_BASE = 256
+"""Each answer adds a code to its item's one sum: 1 (an answer), plus _BASE if scored, plus
+_BASE² if it passed, or _BASE³ if it has no verdict; the sum holds the four counts, one per
+base-256 digit. An arm has at most `MAX_RUNS` runs and a run answers an item at most once, so no
+count reaches _BASE."""
+MAX_RUNS = _BASE - 1
 
-def _count_of(condition: Any) -> Any:
-    return func.sum(case((condition, 1), else_=0), type_=Integer)
+
+def _answer_code() -> Any:
+    scored = PreprodItem.status == "scored"
+    return case(
+        (and_(scored, PreprodItem.passed.is_(True)), 1 + _BASE + _BASE**2),
+        (and_(scored, PreprodItem.passed.is_(None)), 1 + _BASE + _BASE**3),
+        (scored, 1 + _BASE),
+        else_=1,
+    )
 
 
 async def arm_tallies(s: AsyncSession, run_ids: Sequence[str]) -> ItemTallies:
@@ -33,8 +47,9 @@ async def arm_tallies(s: AsyncSession, run_ids: Sequence[str]) -> ItemTallies:
     run: each holds the one cost of that run's answer, exactly as stored."""
     if not run_ids:
         return NO_TALLIES
+    if len(run_ids) > MAX_RUNS:
+        raise ValueError(f"an arm has at most {MAX_RUNS} runs, got {len(run_ids)}")
     connection = await s.connection()
-    scored = PreprodItem.status == "scored"
     name: Any = func.nullif(TraceSession.agent_name, "")
     if connection.dialect.name == "postgresql":
         name = name.collate("C")  # by code point, as SQLite's BINARY and Python's min and max
@@ -42,10 +57,7 @@ async def arm_tallies(s: AsyncSession, run_ids: Sequence[str]) -> ItemTallies:
         await connection.execute(
             select(
                 PreprodItem.item_id,
-                func.count(),
-                _count_of(scored),
-                _count_of(and_(scored, PreprodItem.passed.is_(True))),
-                _count_of(and_(scored, PreprodItem.passed.is_(None))),
+                func.sum(_answer_code(), type_=Integer),
                 func.min(name),
                 func.max(name),
                 *(
@@ -60,14 +72,16 @@ async def arm_tallies(s: AsyncSession, run_ids: Sequence[str]) -> ItemTallies:
     ).all()
     if not rows:
         return NO_TALLIES
-    item_id, cases, scored_n, passed, unjudged, lowest, highest, *costs = zip(*rows, strict=True)
+    item_id, codes, lowest, highest, *costs = zip(*rows, strict=True)
+    digits = np.asarray(codes, dtype=np.int64)
+    scored = ((digits // _BASE) % _BASE).tolist()
     return ItemTallies(
         item_id=item_id,
-        cases=cases,
-        scored=scored_n,
-        passed=passed,
-        unjudged=unjudged,
-        scored_runs=scored_n,
+        cases=(digits % _BASE).tolist(),
+        scored=scored,
+        passed=((digits // _BASE**2) % _BASE).tolist(),
+        unjudged=(digits // _BASE**3).tolist(),
+        scored_runs=scored,
         lowest_agent=lowest,
         highest_agent=highest,
         costs=costs,
