@@ -56,7 +56,7 @@ def _serve(args: argparse.Namespace) -> int:
     if (problem := _secrets_problem(settings)) is not None:
         print(f"neens: error: {problem}", file=sys.stderr)
         return 2
-    app = create_app(settings)
+    app = create_app(settings, freeze_startup_heap=True)
     print(
         f"Neens serving on http://{settings.host}:{settings.port} "
         f"(database: {settings.resolved_database_url().split('://')[0]}); "

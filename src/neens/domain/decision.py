@@ -65,12 +65,14 @@ counted in `uncaptured_items`). Groups are ordered by name (case-insensitively, 
 Unattributed last, and it is listed only when it holds an item. pass^k, status and exclusion are
 each arm's own in every group.
 
-Speed: the API calls this over 6 arms × 3 runs × 10,000 items (180,000 repeats). An arm's
-repeats can be given as columns (`RepeatColumns.from_rows` on the rows of a SELECT), so no object
-is built per repeat; everything after that is numpy over arrays (per-repeat item and run codes,
-a verdict byte per item, bincounts per agent group), linear apart from sorting the (item, run)
-and (item, agent) pairs. The readable form, item id -> `Repeat`s, is turned into columns first.
-Costs are summed with `math.fsum` over Python floats, so the mean does not depend on the order.
+Speed: the API calls this over 6 arms × 3 runs × 10,000 items (180,000 repeats). What the rules
+read of an arm's answers is added up per item (`ItemTallies`: answers, scored, passed, distinct
+scored runs, the lowest and highest agent name, and each priced answer's cost), which the store
+does in SQL, so the API hands over one row per item and arm, never one per answer; everything
+after that is numpy over arrays (a verdict byte per item, bincounts per agent group). The
+readable form, item id -> `Repeat`s, and the columns of one row per answer (`RepeatColumns`) are
+added up the same way first (`RepeatColumns.tallies`). Costs are kept one by one and summed with
+`math.fsum` over Python floats, so the mean does not depend on the order or on the form given.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ from neens.domain.decision_types import (
     BarSource,
     ClearsBar,
     Excluded,
+    ItemTallies,
     McNemar,
     Outcome,
     Repeat,
@@ -118,6 +121,7 @@ __all__ = [
     "BarSource",
     "ClearsBar",
     "Excluded",
+    "ItemTallies",
     "McNemar",
     "Outcome",
     "Repeat",
@@ -255,48 +259,51 @@ def _codes(values: Sequence[str], lookup: Mapping[str, int]) -> _Ints:
     return np.fromiter(map(lookup.__getitem__, values), dtype=np.intp, count=len(values))
 
 
+def _per_item(size: int, item: _Ints, values: Sequence[int]) -> _Ints:
+    """A tally column spread over all items (0 where the arm has no tally)."""
+    weights = np.asarray(values, dtype=np.float64)  # counts: exact in a float64
+    return np.bincount(item, weights=weights, minlength=size).astype(np.intp)
+
+
 @dataclass(slots=True)
 class _Evidence:
     arm: ArmEvidence
-    columns: RepeatColumns
+    tallies: ItemTallies
     item: _Ints
-    """Per repeat: the item's position in item_ids."""
+    """Per tally: the item's position in item_ids."""
+    cases: _Ints
+    """Per item: captured answers."""
     verdicts: npt.NDArray[np.uint8]
     """Per item: _UNSCORED, _PASS, _PASS_ALL_K, _FAIL or _FLAKY."""
+    cost_item: _Ints
+    """Per priced answer: its item's position."""
     cost: _Floats
-    """Per repeat: the cost, NaN when unpriced."""
+    """Per priced answer: its cost."""
 
     @classmethod
     def of(cls, arm: ArmEvidence, index: Mapping[str, int]) -> _Evidence:
-        columns = arm.repeats
-        if not isinstance(columns, RepeatColumns):
-            columns = RepeatColumns.of(columns)
+        tallies = arm.repeats
+        if not isinstance(tallies, ItemTallies):
+            columns = tallies if isinstance(tallies, RepeatColumns) else RepeatColumns.of(tallies)
+            tallies = columns.tallies()
         try:
-            item = _codes(columns.item_id, index)
+            item = _codes(tallies.item_id, index)
         except KeyError as error:
             raise ValueError(
                 f"arm {arm.id} has repeats of an item not in item_ids: {error}"
             ) from None
-        scored = np.asarray(columns.scored, dtype=np.bool_)
-        passed = np.asarray(columns.passed, dtype=np.float64)
-        unjudged = scored & np.isnan(passed)
+        unjudged = np.asarray(tallies.unjudged, dtype=np.intp)
         if unjudged.any():
             where = int(np.flatnonzero(unjudged)[0])
             raise ValueError(
-                f"arm {arm.id}, item {columns.item_id[where]}: a scored repeat has no verdict "
+                f"arm {arm.id}, item {tallies.item_id[where]}: a scored repeat has no verdict "
                 "(passed is None)"
             )
         size = len(index)
-        scored_item = item[scored]
-        scored_n = np.bincount(scored_item, minlength=size)
-        hits_n = np.bincount(item[scored & (passed == 1.0)], minlength=size)
-        # "Passed on every one of its k runs" counts distinct runs, not repeats: an item x run
-        # table (the arm has about k runs, so it stays small).
-        runs = {run_id: code for code, run_id in enumerate(dict.fromkeys(columns.run_id))}
-        width = max(len(runs), 1)
-        seen = np.zeros(size * width, dtype=np.bool_)
-        seen[scored_item * width + _codes(columns.run_id, runs)[scored]] = True
-        runs_n = seen.reshape(size, width).sum(axis=1)
+        scored_n = _per_item(size, item, tallies.scored)
+        hits_n = _per_item(size, item, tallies.passed)
+        # "Passed on every one of its k runs" counts distinct runs, not repeats.
+        runs_n = _per_item(size, item, tallies.scored_runs)
 
         verdicts = np.zeros(size, dtype=np.uint8)
         is_scored = scored_n > 0
@@ -305,8 +312,25 @@ class _Evidence:
         verdicts[is_scored & (hits_n > 0) & ~all_passed] = _FLAKY
         verdicts[all_passed] = _PASS
         verdicts[all_passed & (runs_n >= arm.runs)] = _PASS_ALL_K
-        cost = np.asarray(columns.cost_usd, dtype=np.float64)
-        return cls(arm, columns, item, verdicts, cost)
+
+        if tallies.costs:
+            table = np.array(
+                [np.asarray(column, dtype=np.float64) for column in tallies.costs],
+                dtype=np.float64,
+            )
+        else:
+            table = np.zeros((0, len(item)), dtype=np.float64)
+        priced = ~np.isnan(table)
+        cost_item = np.broadcast_to(item, table.shape)[priced]
+        return cls(
+            arm,
+            tallies,
+            item,
+            _per_item(size, item, tallies.cases),
+            verdicts,
+            cost_item,
+            table[priced],
+        )
 
 
 # --- agents ---------------------------------------------------------------------------------------
@@ -332,18 +356,18 @@ def _attribute(evidence: Sequence[_Evidence], size: int) -> _Attribution:
     captured = np.zeros(size, dtype=np.bool_)
     named: list[tuple[_Ints, _Ints]] = []
     for arm in evidence:
-        captured[arm.item] = True
-        column = arm.columns.agent_name
-        local: dict[str | None, int] = {}
-        for name in dict.fromkeys(column):
-            local[name] = lookup.setdefault(name, len(lookup)) if name else -1
-        code = np.fromiter(map(local.__getitem__, column), dtype=np.intp, count=len(column))
-        has_name = code >= 0
-        named.append((arm.item[has_name], code[has_name]))
+        captured |= arm.cases > 0
+        for column in (arm.tallies.lowest_agent, arm.tallies.highest_agent):
+            local: dict[str | None, int] = {}
+            for name in dict.fromkeys(column):
+                local[name] = lookup.setdefault(name, len(lookup)) if name else -1
+            code = np.fromiter(map(local.__getitem__, column), dtype=np.intp, count=len(column))
+            has_name = code >= 0
+            named.append((arm.item[has_name], code[has_name]))
     # Per item, the lowest and the highest name code its sessions reported: equal when they
     # agree, different when they conflict, and still at their initial values when none did.
-    voter = np.concatenate([item for item, _ in named])
-    vote = np.concatenate([code for _, code in named])
+    voter = np.concatenate([item for item, _ in named]) if named else np.zeros(0, np.intp)
+    vote = np.concatenate([code for _, code in named]) if named else np.zeros(0, np.intp)
     lowest = np.full(size, len(lookup), dtype=np.intp)
     highest = np.full(size, -1, dtype=np.intp)
     np.minimum.at(lowest, voter, vote)
@@ -428,9 +452,10 @@ def _count(
             regressions, new_passes = count(regressed), count(newly)
             b, c = count(base_pass & failed), count(base_failed & passed)
             n11, n00 = count(base_pass & passed), count(base_failed & failed)
-        repeat_group = group[arm.item]
-        cases: list[int] = np.bincount(repeat_group, minlength=groups).tolist()
-        costs = _costs_by_group(arm.cost, repeat_group, groups)
+        cases: list[int] = (
+            np.bincount(group, weights=arm.cases, minlength=groups).astype(np.int64).tolist()
+        )
+        costs = _costs_by_group(arm.cost, group[arm.cost_item], groups)
         out.append(
             [
                 _Counts(
@@ -452,10 +477,10 @@ def _count(
     return out
 
 
-def _costs_by_group(cost: _Floats, repeat_group: _Ints, groups: int) -> list[list[float]]:
-    """The priced costs of each group, as floats for an exactly rounded sum."""
-    priced = ~np.isnan(cost)
-    values, owner = cost[priced], repeat_group[priced]
+def _costs_by_group(cost: _Floats, owner: _Ints, groups: int) -> list[list[float]]:
+    """The priced costs (`owner`: each one's group) of each group, as floats for an exactly
+    rounded sum."""
+    values = cost
     order = np.argsort(owner, kind="stable")
     bounds = np.cumsum(np.bincount(owner, minlength=groups))[:-1]
     return [part.tolist() for part in np.split(values[order], bounds)]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -51,9 +52,9 @@ class Repeat(NamedTuple):
 class RepeatColumns:
     """An arm's repeats as parallel columns, one entry per captured answer (session).
 
-    The fast form of `ArmEvidence.repeats`: the columns of a SELECT (`from_rows`), with no
-    object per repeat. Absent values are None: `passed` None unless scored, `cost_usd` None when
-    unpriced (NaN reads as unpriced too), `agent_name` None (or empty) when none was reported.
+    The columns of a SELECT of one row per answer (`from_rows`). Absent values are None:
+    `passed` None unless scored, `cost_usd` None when unpriced (NaN reads as unpriced too),
+    `agent_name` None (or empty) when none was reported. `tallies` adds them up per item.
     """
 
     item_id: Sequence[str]
@@ -125,6 +126,104 @@ class RepeatColumns:
         run_id, _session_id, scored, passed, _score, cost_usd, agent_name = zip(*flat, strict=True)
         return cls(item_ids, run_id, scored, passed, cost_usd, agent_name)
 
+    def tallies(self) -> ItemTallies:
+        """The answers added up per item, in the order items first appear: one pass over the
+        answers, the plain definition of each tally (the store computes the same in SQL)."""
+        order: dict[str, int] = {}
+        for item_id in self.item_id:
+            order.setdefault(item_id, len(order))
+        size = len(order)
+        cases, scored, passed, unjudged = [0] * size, [0] * size, [0] * size, [0] * size
+        runs: list[set[str]] = [set() for _ in range(size)]
+        lowest: list[str | None] = [None] * size
+        highest: list[str | None] = [None] * size
+        costs: list[list[float]] = [[] for _ in range(size)]
+        for item_id, run_id, was_scored, verdict, cost, agent in zip(*self._columns(), strict=True):
+            i = order[item_id]
+            cases[i] += 1
+            if was_scored:
+                scored[i] += 1
+                runs[i].add(run_id)
+                if verdict is None:
+                    unjudged[i] += 1
+                elif verdict:
+                    passed[i] += 1
+            if agent:
+                low, high = lowest[i], highest[i]
+                lowest[i] = agent if low is None else min(low, agent)
+                highest[i] = agent if high is None else max(high, agent)
+            if cost is not None and not math.isnan(cost):
+                costs[i].append(float(cost))
+        width = max((len(found) for found in costs), default=0)
+        return ItemTallies(
+            item_id=list(order),
+            cases=cases,
+            scored=scored,
+            passed=passed,
+            unjudged=unjudged,
+            scored_runs=[len(found) for found in runs],
+            lowest_agent=lowest,
+            highest_agent=highest,
+            costs=[[found[j] if j < len(found) else None for found in costs] for j in range(width)],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ItemTallies:
+    """An arm's captured answers added up per item, one entry per item it captured: everything
+    `compare_sweep` reads of them.
+
+    The store adds them up in SQL (one GROUP BY per arm), so a sweep of 10,000 items reads one
+    row per item and arm instead of one per answer; `RepeatColumns.tallies` adds up the same
+    from one row per answer.
+    """
+
+    item_id: Sequence[str]
+    cases: Sequence[int]
+    """Captured answers (sessions)."""
+    scored: Sequence[int]
+    """Scored answers."""
+    passed: Sequence[int]
+    """Scored answers that passed."""
+    unjudged: Sequence[int]
+    """Scored answers without a verdict: evidence that contradicts itself (a ValueError)."""
+    scored_runs: Sequence[int]
+    """Distinct runs with a scored answer."""
+    lowest_agent: Sequence[str | None]
+    highest_agent: Sequence[str | None]
+    """The lowest and the highest agent name the answers reported (by code point; None and empty
+    names do not count): equal when they all agree, None when none reported one."""
+    costs: Sequence[Sequence[float | None]]
+    """The costs of the priced answers, as columns aligned with `item_id`: column j holds, per
+    item, one priced answer's cost or None. Kept one by one, never summed per item, so a mean
+    over many items is exactly rounded once. (The store gives one column per run: a run
+    captures an item at most once.)"""
+
+    def __post_init__(self) -> None:
+        lengths = {
+            len(column)
+            for column in (
+                self.item_id,
+                self.cases,
+                self.scored,
+                self.passed,
+                self.unjudged,
+                self.scored_runs,
+                self.lowest_agent,
+                self.highest_agent,
+                *self.costs,
+            )
+        }
+        if len(lengths) > 1:
+            raise ValueError(f"the item tallies differ in length: {sorted(lengths)}")
+
+    def __len__(self) -> int:
+        return len(self.item_id)
+
+
+NO_TALLIES = ItemTallies((), (), (), (), (), (), (), (), ())
+"""An arm that captured nothing."""
+
 
 @dataclass(frozen=True, slots=True)
 class ArmEvidence:
@@ -138,9 +237,9 @@ class ArmEvidence:
     """pass^k from the sweep roll-up: True only when all k runs finished green."""
     runs: int
     """k."""
-    repeats: Mapping[str, Sequence[Repeat]] | RepeatColumns
-    """Item id -> the repeats captured for it (items never captured are absent), or the same
-    repeats as columns."""
+    repeats: Mapping[str, Sequence[Repeat]] | RepeatColumns | ItemTallies
+    """Item id -> the repeats captured for it (items never captured are absent), the same
+    repeats as columns, or already added up per item."""
 
 
 @dataclass(frozen=True, slots=True)

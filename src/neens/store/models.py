@@ -142,6 +142,9 @@ class TraceSession(Base):
         Index(None, "project_id", "started_at", "pk"),
         Index(None, "project_id", "agent_name", "pk"),
         Index(None, "project_id", "eval_run_id"),
+        # Covering: a sweep decision reads a session's cost and agent name (and a cost-gated
+        # run's stored verdict checks when its sessions changed) without its texts.
+        Index(None, "pk", "cost_usd", "agent_name", "updated_at"),
     )
 
     pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
@@ -378,6 +381,11 @@ class PreprodRun(Base):
     push_concurrency: Mapped[int | None] = mapped_column(Integer, default=None)
     """Calls in flight for this push run; None: the server's NEENS_PUSH_CONCURRENCY. A sweep
     gives each of its runs its arm's share."""
+    green: Mapped[bool | None] = mapped_column(default=None)
+    """A finished sweep child run's verdict as its sweep reads it (completed, gate passed, zero
+    regressions), stored once worked out; valid only while `green_basis` is still what it rests on
+    (`neens.store.sweep_greens`). None: not worked out yet."""
+    green_basis: Mapped[str | None] = mapped_column(Text, default=None)
 
 
 class ModelSweep(Base):
@@ -485,6 +493,9 @@ class PreprodItem(Base):
     __table_args__ = (
         UniqueConstraint("run_id", "item_id"),
         UniqueConstraint("run_id", "position"),
+        # Covering: a sweep decision reads a run's verdicts and captured sessions without the
+        # frozen prompts.
+        Index(None, "run_id", "item_id", "status", "passed", "session_pk"),
     )
 
     pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)

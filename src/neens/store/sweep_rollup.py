@@ -6,15 +6,11 @@ sweep's row lock; a roll-up that runs twice changes nothing twice.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.domain.gate import evaluate_gate, parse_gate_policy
-from neens.domain.preprod import ItemOutcome, items_cohort
 from neens.domain.run_lifecycle import TERMINAL as RUN_TERMINAL
 from neens.domain.sweeps import (
     SWEEP_TERMINAL,
@@ -25,14 +21,13 @@ from neens.domain.sweeps import (
     SweepRollup,
     SweepStatus,
     arm_shares,
-    is_green,
     roll_up,
 )
 from neens.store.db import Database
-from neens.store.models import ModelSweep, PreprodItem, PreprodRun, SweepArm, SweepRun, TraceSession
+from neens.store.models import ModelSweep, PreprodRun, SweepArm, SweepRun
 from neens.store.run_lifecycle import move
 from neens.store.runs import status_counts
-from neens.store.sweep_baseline import SweepBaseline, baselines_for_sweep, needs_baseline
+from neens.store.sweep_greens import Worked, greens, keep_greens
 from neens.store.sweeps import arms_of, launch, sweep_spend
 from neens.store.tenancy import SWEEP, owned
 from neens.store.types import storable_text, utcnow
@@ -45,6 +40,8 @@ class SweepState:
     sweep: ModelSweep
     arms: list[SweepArm]
     rows: list[ArmRows]
+    worked: list[Worked]
+    """Child run verdicts this load worked out, to be stored (`keep_greens`, `store_greens`)."""
 
     def roll_up(self) -> SweepRollup:
         sweep = self.sweep
@@ -93,15 +90,16 @@ async def load_state(s: AsyncSession, sweep: ModelSweep, *, progress: bool = Tru
     )
     run_ids = [slot.run_id for slot in slots if slot.run_id is not None]
     runs = {
-        run.id: run for run in await s.scalars(select(PreprodRun).where(PreprodRun.id.in_(run_ids)))
+        run.id: run
+        for run in await s.scalars(
+            select(PreprodRun)
+            .where(PreprodRun.id.in_(run_ids))
+            # Verdicts stored earlier in this transaction are read, not the loaded copies.
+            .execution_options(populate_existing=True)
+        )
     }
     counts = await status_counts(s, list(runs)) if progress else {}
-    baselines = (
-        await baselines_for_sweep(s, arms, slots, runs) if needs_baseline(sweep.gate) else {}
-    )
-    greens = await _greens(
-        s, [run for run in runs.values() if run.status in RUN_TERMINAL], baselines
-    )
+    green, worked = await greens(s, sweep, arms, slots, runs)
     rows = []
     for arm in arms:
         arm_slots = []
@@ -121,7 +119,7 @@ async def load_state(s: AsyncSession, sweep: ModelSweep, *, progress: bool = Tru
                     items_done=None
                     if done is None
                     else done.get("scored", 0) + done.get("error", 0),
-                    green=greens.get(run.id),
+                    green=green.get(run.id),
                     error=run.error,
                 )
             arm_slots.append(Slot(slot.attempt, slot.run_id, child))
@@ -138,113 +136,28 @@ async def load_state(s: AsyncSession, sweep: ModelSweep, *, progress: bool = Tru
                 arm_slots,
             )
         )
-    return SweepState(sweep, arms, rows)
-
-
-_GREENS: dict[tuple[str, str, str, str], bool] = {}
-"""Verdicts of finished runs this process worked out, by (run, when it finished, its gate, the
-baseline its cost rules compare with): a finished run's items no longer change, so a sweep read
-every second does not re-read them all. Any change to what the verdict rests on is a new key."""
-_GREENS_KEPT = 20_000
-
-
-async def _greens(
-    s: AsyncSession, runs: Sequence[PreprodRun], baselines: Mapping[str, SweepBaseline]
-) -> dict[str, bool]:
-    """Whether each finished run is green: completed, its gate passed, zero regressions. A
-    sweep's runs have no baseline run, so no item of theirs can regress; the gate is the run's
-    own persisted policy, evaluated as `GET /preprod-evals/{id}/gate` does (cost deltas against
-    `baselines`, the sweep's baseline arm), on the item columns it reads (verdicts, costs,
-    latencies, steps; never the texts), for every run in one query."""
-    greens: dict[str, bool] = {}
-    todo: dict[str, tuple[PreprodRun, tuple[str, str, str, str]]] = {}
-    for run in runs:
-        if run.status != "completed":
-            greens[run.id] = False
-            continue
-        key = (
-            run.id,
-            str(run.completed_at),
-            json.dumps(run.gate, sort_keys=True),
-            repr(baselines.get(run.id)),
-        )
-        if (known := _GREENS.get(key)) is not None:
-            greens[run.id] = known
-        else:
-            todo[run.id] = (run, key)
-    if not todo:
-        return greens
-    rows = await s.execute(
-        select(
-            PreprodItem.run_id,
-            PreprodItem.item_id,
-            PreprodItem.position,
-            PreprodItem.status,
-            PreprodItem.score,
-            PreprodItem.passed,
-            PreprodItem.baseline_passed,
-            TraceSession.cost_usd,
-            TraceSession.latency_ms,
-            TraceSession.step_count,
-            TraceSession.trace_id,
-        )
-        .outerjoin(TraceSession, TraceSession.pk == PreprodItem.session_pk)
-        .where(PreprodItem.run_id.in_(list(todo)))
-    )
-    items: dict[str, list[ItemOutcome]] = {run_id: [] for run_id in todo}
-    for run_id, item_id, position, status, score, passed, base, cost, latency, steps, trace in rows:
-        items[run_id].append(
-            ItemOutcome(
-                item_id=item_id,
-                position=position,
-                input="",  # texts are not read: no gate rule looks at them
-                expected_output=None,
-                status=status,
-                score=score,
-                passed=passed,
-                baseline_passed=base,
-                error=None,
-                output=None,
-                cost_usd=cost,
-                latency_ms=latency,
-                step_count=steps,
-                session_id=trace,
-            )
-        )
-    for run_id, (run, key) in todo.items():
-        outcomes = items[run_id]
-        swept = baselines.get(run_id)
-        gate = evaluate_gate(
-            run.status,
-            outcomes,
-            parse_gate_policy(dict(run.gate)),
-            items_cohort(outcomes),
-            None if swept is None else swept.cohort,
-            no_baseline=(swept and swept.missing) or "the run has no baseline cohort",
-        )
-        greens[run_id] = is_green(run.status, gate.passed, gate.regressions)
-        if len(_GREENS) >= _GREENS_KEPT:
-            _GREENS.clear()
-        _GREENS[key] = greens[run_id]
-    return greens
+    return SweepState(sweep, arms, rows, worked)
 
 
 async def roll_up_sweep(db: Database, sweep_id: str) -> SweepRollup | None:
     """Recompute the sweep from its child runs, persist what changed, and launch each arm's
     next run when its previous one finished. None when the sweep no longer exists."""
+    worked: list[Worked] = []
     async with db.read() as s:
-        # The runs' verdicts first, outside the write (they are remembered): a write on SQLite
+        # The runs' verdicts first, outside the write, stored at its start: a write on SQLite
         # holds the one write lock every answer of every arm waits on.
         known = await s.get(ModelSweep, sweep_id)
         if known is not None:
-            await load_state(s, known)
+            worked = (await load_state(s, known)).worked
     async with db.write() as s:
         sweep = await s.scalar(
             select(ModelSweep).where(ModelSweep.id == sweep_id).with_for_update()
         )
         if sweep is None:
             return None
+        await keep_greens(s, worked)
         state = await load_state(s, sweep)
+        await keep_greens(s, state.worked)
         rolled = state.roll_up()
         if not rolled.terminal and sweep.budget_usd is not None:
             spent, _ = await sweep_spend(s, sweep.id)
@@ -323,6 +236,7 @@ async def persist_void(db: Database, sweep_id: str) -> None:
         if sweep is None or sweep.status == "void":
             return
         state = await load_state(s, sweep)
+        await keep_greens(s, state.worked)
         rolled = state.roll_up()
         if rolled.status != "void":
             return
@@ -382,6 +296,7 @@ def budget_reason(budget: float, spent: float) -> str:
 
 async def _cancel(s: AsyncSession, sweep: ModelSweep, reason: str) -> None:
     state = await load_state(s, sweep)
+    await keep_greens(s, state.worked)
     sweep.status = "cancelled"
     sweep.reason = storable_text(reason)
     sweep.completed_at = utcnow()

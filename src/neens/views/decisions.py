@@ -14,7 +14,7 @@ from neens.domain.decision import (
     DEFAULT_BAR,
     ArmEvidence,
     Bar,
-    RepeatColumns,
+    ItemTallies,
     SweepComparison,
     compare_sweep,
     regression_items,
@@ -33,8 +33,9 @@ from neens.views.sweeps import SweepStanding, sweep_standing
 class SweepDecision:
     view: SweepStanding
     comparison: SweepComparison
-    answers: dict[str, RepeatColumns]
-    """Arm id -> the answers the comparison was computed from (the drill-down reads them)."""
+    answers: dict[str, ItemTallies]
+    """Arm id -> its answers added up per item, as the comparison read them (the drill-down
+    finds its regressed items in them)."""
     item_ids: Sequence[str]
 
     @property
@@ -44,9 +45,6 @@ class SweepDecision:
     @property
     def rollup(self) -> SweepRollup:
         return self.view.rollup
-
-
-_NO_ANSWERS = RepeatColumns((), (), (), (), (), ())
 
 
 def bar_of(sweep: ModelSweep, asked: float | None) -> Bar:
@@ -71,7 +69,7 @@ async def sweep_decision(
     """The comparison of the sweep as it is now (a void sweep compares nothing across arms)."""
     view = await sweep_standing(db, project_id, sweep_id)
     async with db.read() as s:
-        answers = await store.sweep_answers(s, [arm.id for arm in view.rollup.arms])
+        answers = {arm.id: await store.arm_tallies(s, arm.run_ids) for arm in view.rollup.arms}
         item_ids = await store.frozen_item_ids(s, view.sweep.dataset_version_id)
     rollup = view.rollup
     arms = [
@@ -82,7 +80,7 @@ async def sweep_decision(
             status=arm.status,
             passed=arm.passed,
             runs=arm.runs,
-            repeats=answers.get(arm.id, _NO_ANSWERS),
+            repeats=answers[arm.id],
         )
         for position, arm in enumerate(rollup.arms)
     ]
@@ -184,7 +182,7 @@ async def arm_regressions(
             status=arm.status,
             passed=arm.passed,
             runs=arm.runs,
-            repeats=answers.get(ident, _NO_ANSWERS),
+            repeats=answers[ident],
         )
 
     regressed, newly = regression_items(evidence(arm_id), evidence(base_id), item_ids)

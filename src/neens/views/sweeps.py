@@ -1,8 +1,10 @@
 """Model sweeps as callers read them: the cost preview, create, the detail and the list.
 
-Every arm's numbers are rolled up from the child runs on each read (`store.sweeps.load_state`),
-never from counters. A read that finds the conditions diverged (a child run deleted or altered
-after the sweep finished) records the sweep `void` before answering, so it stays void.
+Every arm's numbers are rolled up from the child runs on each read
+(`store.sweep_rollup.load_state`), never from counters; a finished child run's verdict is read as
+stored on it, and worked out (then stored) only when it is missing or what it rests on changed
+(`store.sweep_greens`). A read that finds the conditions diverged (a child run deleted or
+altered after the sweep finished) records the sweep `void` before answering, so it stays void.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from neens.store import sweeps as store
 from neens.store.db import Database
 from neens.store.models import ModelSweep
 from neens.store.pricing import price_book
+from neens.store.sweep_greens import Worked, store_greens
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,20 +171,27 @@ async def _recorded(db: Database, sweep_id: str, sweep: ModelSweep, rollup: Swee
 
 
 async def _view(db: Database, project_id: str, sweep_id: str) -> SweepView:
+    worked: list[Worked] = []
     async with db.read() as s:
         sweep = await store.get_sweep_row(s, project_id, sweep_id)
-        return await _view_of(s, sweep)
+        view = await _view_of(s, sweep, worked)
+    await store_greens(db, worked)
+    return view
 
 
 async def _standing(db: Database, project_id: str, sweep_id: str) -> SweepStanding:
     async with db.read() as s:
         sweep = await store.get_sweep_row(s, project_id, sweep_id)
         state = await rollups.load_state(s, sweep, progress=False)
+    await store_greens(db, state.worked)
     return SweepStanding(sweep, state.roll_up(), {arm.id: arm.model for arm in state.arms})
 
 
-async def _view_of(s: Any, sweep: ModelSweep) -> SweepView:
+async def _view_of(s: Any, sweep: ModelSweep, worked: list[Worked]) -> SweepView:
+    """The sweep's view; the child run verdicts it worked out are added to `worked`, for the
+    caller to store once its read is over."""
     state = await rollups.load_state(s, sweep)
+    worked.extend(state.worked)
     spent, unpriced = await store.sweep_spend(s, sweep.id)
     return SweepView(
         sweep,
@@ -198,9 +208,11 @@ async def list_sweeps(
     db: Database, project_id: str, *, limit: int, after: tuple[datetime, str] | None
 ) -> tuple[list[SweepView], tuple[datetime, str] | None]:
     """Newest first; each sweep rolled up from its child runs."""
+    worked: list[Worked] = []
     async with db.read() as s:
         rows, end = await store.list_sweep_rows(s, project_id, limit=limit, after=after)
-        views = [await _view_of(s, row) for row in rows]
+        views = [await _view_of(s, row, worked) for row in rows]
+    await store_greens(db, worked)
     return views, end
 
 
