@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import bindparam, text
 
 from neens.demo.endpoints import PRICED_MODEL, Agent, serve
@@ -193,6 +194,25 @@ async def test_the_tallies_read_in_sql_are_the_answers_added_up_one_by_one(
     assert tallies["mixed"][_item(item_ids, 3)][5:7] == (None, None), "no name reported"
     assert tallies["mixed"][_item(item_ids, 0)][5:7] == ("billing", "refund"), "names conflict"
     assert tallies["steady"][_item(item_ids, 0)][5:7] == ("refund", "refund"), "'' is no name"
+
+    # A scored answer without a verdict is counted as such (and the comparison refuses it, as
+    # it refuses one given answer by answer); then its verdict is put back.
+    steady = next(arm for arm in view.rollup.arms if arm.label == "steady")
+    where = "WHERE run_id = :r AND position = 3"
+    one = {"r": steady.run_ids[0]}
+    async with db.write() as s:
+        verdict = (await s.execute(text(f"SELECT passed FROM preprod_items {where}"), one)).scalar()
+        await s.execute(text(f"UPDATE preprod_items SET passed = NULL {where}"), one)
+    async with db.read() as s:
+        broken = list((await s.execute(RAW_ANSWERS, {"runs": steady.run_ids})).all())
+        assert added_up(broken)[_item(item_ids, 3)][3] == 1
+        assert as_read(await arm_tallies(s, steady.run_ids)) == added_up(broken)
+    with pytest.raises(ValueError, match="no verdict"):
+        await sweep_decision(db, project_id, sweep["id"])
+    async with db.write() as s:
+        await s.execute(
+            text(f"UPDATE preprod_items SET passed = :p {where}"), {**one, "p": verdict}
+        )
 
     # The comparison from the tallies is the one computed from one row per answer.
     decision = await sweep_decision(db, project_id, sweep["id"])

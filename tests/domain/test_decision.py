@@ -2,7 +2,9 @@
 
 Every statistic is checked against statsmodels or SciPy called here, never against the
 function under test. Each test runs twice: with the repeats as item id -> `Repeat`s and as
-columns (`RepeatColumns.from_rows`), the form the API reads from a SELECT.
+columns of one row per answer (`RepeatColumns.from_rows`). Both are added up per item
+(`ItemTallies`) before the rules apply, as the API's SELECT adds them up; that the two agree with
+the SQL is tests/api/test_sweep_decision_evidence.py.
 """
 
 from __future__ import annotations

@@ -100,20 +100,6 @@ class RepeatColumns:
         return cls(item_id, run_id, scored, passed, cost_usd, agent_name)
 
     @classmethod
-    def from_columns(cls, rows: Sequence[Sequence[Any]]) -> RepeatColumns:
-        """As `from_rows`, transposed in one step (`zip(*rows)`, in C): the fast way for the
-        rows of a SELECT."""
-        if not rows:
-            return cls((), (), (), (), (), ())
-        if len(rows[0]) != 6:
-            raise ValueError(
-                "a repeat row is (item_id, run_id, scored, passed, cost_usd, agent_name), "
-                f"got {len(rows[0])} columns"
-            )
-        item_id, run_id, scored, passed, cost_usd, agent_name = zip(*rows, strict=True)
-        return cls(item_id, run_id, scored, passed, cost_usd, agent_name)
-
-    @classmethod
     def of(cls, repeats: Mapping[str, Sequence[Repeat]]) -> RepeatColumns:
         """From the readable form: item id -> its repeats."""
         item_ids: list[str] = []
