@@ -26,11 +26,13 @@ Any change to one of those is a new basis, and the verdict is worked out again (
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.gate import evaluate_gate, parse_gate_policy
@@ -47,6 +49,8 @@ from neens.store.models import (
     TraceSession,
 )
 from neens.store.sweep_baseline import baselines_for_sweep, needs_baseline
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Worked", "greens", "keep_greens", "store_greens"]
 
@@ -210,8 +214,9 @@ async def _work_out(
 
 
 async def keep_greens(s: AsyncSession, worked: Sequence[Worked]) -> None:
-    """Store worked-out verdicts on their runs, in the caller's write transaction."""
-    for w in worked:
+    """Store worked-out verdicts on their runs, in the caller's write transaction, in run id
+    order (every writer locks runs in the same order)."""
+    for w in sorted(worked, key=lambda w: w.run_id):
         await s.execute(
             update(PreprodRun)
             .where(PreprodRun.id == w.run_id)
@@ -224,7 +229,13 @@ async def store_greens(db: Database, worked: Sequence[Worked]) -> None:
     """Store verdicts a read worked out, in a write of their own (nothing when there are none).
 
     A verdict stored from an older read is harmless: its basis no longer matches, so it is
-    worked out again."""
-    if worked:
+    worked out again. Storing them only saves later reads work, so when the database gives up
+    on the write (a deadlock with a roll-up storing the same runs, a lock timeout), the read
+    still answers with the verdicts it worked out and a later read stores them."""
+    if not worked:
+        return
+    try:
         async with db.write() as s:
             await keep_greens(s, worked)
+    except OperationalError as exc:
+        log.info("run verdicts not stored this time (%s); a later read stores them", exc.orig)
