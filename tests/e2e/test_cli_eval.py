@@ -67,11 +67,13 @@ class Neens:
         self.log = self.tmp / "agent.log"
 
     def api(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.key}"})
+        return httpx.Client(
+            timeout=30, base_url=self.url, headers={"Authorization": f"Bearer {self.key}"}
+        )
 
     def admin_api(self) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.admin_key}"}
-        return httpx.Client(base_url=self.url, headers=headers)
+        return httpx.Client(timeout=30, base_url=self.url, headers=headers)
 
     def golden(self, golden: bool = True) -> str:
         """A dataset of the three prompts the agent knows, its one version golden."""

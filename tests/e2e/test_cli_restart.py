@@ -148,7 +148,7 @@ def _setup(server: ServerProcess, agent: LiveServer) -> tuple[str, str, str]:
     Returns (ingest key, dataset name, connection id)."""
     ingest, admin = _keys(server.database_url)
     auth = {"Authorization": f"Bearer {admin.key}"}
-    with httpx.Client(base_url=server.url, headers=auth) as api:
+    with httpx.Client(timeout=30, base_url=server.url, headers=auth) as api:
         dataset = api.post("/datasets", json={"name": "support-golden"}).json()
         items = [{"input": prompt, "expected_output": answer} for prompt, answer in ANSWERS.items()]
         r = api.post(f"/datasets/{dataset['id']}/versions", json={"items": items, "golden": True})

@@ -73,7 +73,7 @@ class Neens:
 
     def admin(self) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.admin_key}"}
-        return httpx.Client(base_url=self.url, headers=headers)
+        return httpx.Client(timeout=30, base_url=self.url, headers=headers)
 
     def golden(self) -> str:
         """A dataset whose one version, golden, holds `ITEMS`."""

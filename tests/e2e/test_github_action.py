@@ -184,7 +184,7 @@ def test_the_action_comments_the_verdict_on_the_pull_request_and_fails_the_job_o
     project.mkdir()
     _installed_bin(project)  # node_modules/.bin/neens-eval, as `npm install @neens/eval` makes
     with httpx.Client(
-        base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"}
+        timeout=30, base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"}
     ) as api:
         dataset = api.post("/datasets", json={"name": f"golden-{time.time_ns()}"}).json()["id"]
         items = [{"input": prompt, "expected_output": answer} for prompt, answer in ANSWERS.items()]
@@ -194,7 +194,7 @@ def test_the_action_comments_the_verdict_on_the_pull_request_and_fails_the_job_o
     admin = {"Authorization": f"Bearer {admin_key.key}"}
     with (
         serve(*agent_suite(answers)) as agents,
-        httpx.Client(base_url=live_server.url, headers=admin) as api,
+        httpx.Client(timeout=30, base_url=live_server.url, headers=admin) as api,
         fake_github() as github,
     ):
         connection = api.post(

@@ -187,7 +187,7 @@ def test_each_instrumentation_gives_the_same_session_and_passes_its_run(
     if mode.startswith("js-"):
         request.getfixturevalue("js_dependencies")
     with httpx.Client(
-        base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"}
+        timeout=30, base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"}
     ) as api:
         run_id, item_id = _runner_run(api)
         tags = {

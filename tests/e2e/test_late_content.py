@@ -93,7 +93,7 @@ def test_content_after_the_run_finished_keeps_the_verdict_and_flags_the_session(
     live_server: LiveServer, key: CreatedKey
 ) -> None:
     with httpx.Client(
-        base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"}
+        timeout=30, base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"}
     ) as api:
         run_id, item_id = _runner_run(api)
         agent, calls = _start(live_server, key, run_id, item_id)
@@ -139,7 +139,7 @@ def test_content_while_the_run_is_scoring_is_scored_again_and_passes(
         return json.dumps({"score": 1.0 if right else 0.0, "reason": "compared"})
 
     with (
-        httpx.Client(base_url=live_server.url, headers=admin) as api,
+        httpx.Client(timeout=30, base_url=live_server.url, headers=admin) as api,
         serve_one(ChatModel(judge)) as llm,
     ):
         run_id, (traced_id, other_id) = _run(
@@ -216,7 +216,9 @@ def test_content_arriving_while_its_item_is_judged_is_judged_again(
 
     with (
         httpx.Client(
-            base_url=live_server.url, headers={"Authorization": f"Bearer {admin_key.key}"}
+            timeout=30,
+            base_url=live_server.url,
+            headers={"Authorization": f"Bearer {admin_key.key}"},
         ) as api,
         serve_one(ChatModel(judge)) as llm,
     ):

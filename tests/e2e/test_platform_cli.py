@@ -184,7 +184,7 @@ def test_serve_starts_on_the_embedded_sqlite_default_and_migrates_it(
         # A key made by the CLI while the server runs is usable at once.
         r = httpx.get(f"{base}/datasets", headers={"Authorization": f"Bearer {key}"})
         assert r.status_code == 200
-        browser = httpx.Client(base_url=base)
+        browser = httpx.Client(timeout=30, base_url=base)
         form = browser.get("/ui/sign-in").text
         token = form.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
         r = browser.post("/ui/sign-in", data={"csrf_token": token, "key": key})

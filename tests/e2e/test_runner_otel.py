@@ -53,7 +53,7 @@ def test_traces_from_the_sdk_link_to_their_items_and_the_gate_passes(
     live_server: LiveServer, key: CreatedKey
 ) -> None:
     h = {"Authorization": f"Bearer {key.key}"}
-    with httpx.Client(base_url=live_server.url, headers=h) as api:
+    with httpx.Client(timeout=30, base_url=live_server.url, headers=h) as api:
         dataset = api.post("/datasets", json={"name": "golden"}).json()
         items = [{"input": q, "expected_output": a} for q, a in ANSWERS.items()]
         api.post(f"/datasets/{dataset['id']}/versions", json={"items": items, "golden": True})

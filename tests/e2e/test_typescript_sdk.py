@@ -72,7 +72,7 @@ def test_the_packed_typescript_cli_pushes_a_run_and_gates_exactly_as_the_python_
 ) -> None:
     binary = _installed_bin(tmp_path)
     headers = {"Authorization": f"Bearer {key.key}"}
-    with httpx.Client(base_url=live_server.url, headers=headers) as api:
+    with httpx.Client(timeout=30, base_url=live_server.url, headers=headers) as api:
         dataset = api.post("/datasets", json={"name": f"golden-{time.time_ns()}"}).json()["id"]
         items = [{"input": prompt, "expected_output": answer} for prompt, answer in ANSWERS.items()]
         created = api.post(f"/datasets/{dataset}/versions", json={"items": items, "golden": True})
@@ -81,7 +81,7 @@ def test_the_packed_typescript_cli_pushes_a_run_and_gates_exactly_as_the_python_
     admin = {"Authorization": f"Bearer {admin_key.key}"}
     with (
         serve(*agent_suite(answers)) as agents,
-        httpx.Client(base_url=live_server.url, headers=admin) as api,
+        httpx.Client(timeout=30, base_url=live_server.url, headers=admin) as api,
     ):
         connection = api.post(
             "/agent-connections",
@@ -123,7 +123,7 @@ def _ci_blocks() -> list[Any]:
 
 
 def _golden(url: str, key: str) -> str:
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as api:
+    with httpx.Client(timeout=30, base_url=url, headers={"Authorization": f"Bearer {key}"}) as api:
         dataset = api.post("/datasets", json={"name": f"golden-{time.time_ns()}"}).json()["id"]
         items = [{"input": prompt, "expected_output": answer} for prompt, answer in ANSWERS.items()]
         created = api.post(f"/datasets/{dataset}/versions", json={"items": items, "golden": True})
@@ -165,7 +165,7 @@ def test_the_typescript_github_step_of_docs_ci_works_as_written(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Gate passed" in done.stdout
     with httpx.Client(
-        base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"}
+        timeout=30, base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"}
     ) as api:
         run = api.get("/preprod-evals").json()["runs"][0]
     assert run["versionLabel"] == "0123abc"
@@ -228,7 +228,7 @@ def test_the_gitlab_merge_request_job_of_docs_ci_posts_the_summary_and_keeps_the
     admin = {"Authorization": f"Bearer {admin_key.key}"}
     with (
         serve(*agent_suite(answers)) as agents,
-        httpx.Client(base_url=live_server.url, headers=admin) as api,
+        httpx.Client(timeout=30, base_url=live_server.url, headers=admin) as api,
         fake_gitlab() as gitlab,
     ):
         connection = api.post(
