@@ -197,10 +197,15 @@ def _message(role: str, raw: Mapping[str, Any]) -> list[Message]:
 
 
 def content_text(content: object) -> str | None:
-    """The text of a message's content: a string, or its text parts joined."""
-    content = parsed_json(content) if isinstance(content, str) else content
+    """The text of a message's content: a string, or its text parts joined. A string holding
+    JSON that is not a list of parts (a tool's result) is that string."""
     if isinstance(content, str):
-        return content if content.strip() else None
+        parsed = parsed_json(content)
+        if not isinstance(parsed, list) or not any(
+            isinstance(part, Mapping) and "type" in part for part in parsed
+        ):
+            return content if content.strip() else None
+        content = parsed
     if isinstance(content, Mapping):
         content = [content]
     if not isinstance(content, list | tuple):
