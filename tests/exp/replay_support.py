@@ -106,7 +106,10 @@ def agent_turn(trace: bytes | None = None) -> tuple[bytes, list[Any]]:
     """One turn of a support agent: a root span, the call that looks the order up, the tool,
     and the call that answers."""
     trace = trace or os.urandom(16)
-    root, first, tool, second = (os.urandom(8) for _ in range(4))
+    root, first, tool, second = (
+        bytes.fromhex(h)
+        for h in ("1f2e3d4c5b6a7988", "846c7980db841642", "2a2b2c2d2e2f3031", "9d8c7b6a59483726")
+    )
     spans = [
         span(
             trace,

@@ -15,6 +15,7 @@ import pytest
 from genai_prices import Usage, calc_price
 
 from tests.exp.conftest import Project
+from tests.exp.test_docs import DOCS, _exp_commands
 from tests.exp.replay_support import (
     RECORDED_SYSTEM,
     TOOLS,
@@ -95,7 +96,7 @@ def test_one_call_replayed_with_the_model_varied_keeps_arm_a_as_recorded(
     listed = project.exp_json("list")["experiments"]
     assert sorted(e["kind"] for e in listed) == ["replay", "replay"]
     ids = {e["name"]: e["id"] for e in listed}
-    compared = project.exp_json("compare", ids["A recorded"], ids["B model=claude-haiku-4-5"])
+    compared = project.exp_json("compare", ids["recorded"], ids["model=claude-haiku-4-5"])
     assert compared["verdict"] == "worse"
     assert compared["a"]["passRate"] == 1.0 and compared["b"]["passRate"] == 0.0
 
@@ -159,6 +160,29 @@ def test_ab_replays_every_call_of_the_turn_and_says_how_often_the_turn_went_as_r
     # recorded; gpt-4o follows it in both repeats.
     assert "turn as recorded (every call's first action): A 2 of 2, B 0 of 2 repeats" in result.out
     assert "regressions 1" in result.out
+    # docs/exp.md shows this very report; only the experiment ids differ from run to run.
+    docs = DOCS.read_text()
+    start = docs.index("$ neens exp ab --vary model=gpt-4o-mini --n 2")
+    example = docs[start : docs.index("```", start)].splitlines()[1:]
+    for line in example:
+        if "exp_" not in line:
+            assert line in result.out.splitlines(), line
+
+
+@pytest.mark.parametrize("command", ["replay", "ab"])
+def test_every_flag_is_documented(command: str) -> None:
+    text = DOCS.read_text()
+    parser = _exp_commands()[command]
+    flags = [
+        option
+        for action in parser._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    ]
+    assert [flag for flag in flags if f"`{flag}" not in text] == []
+    section = text[text.index("### How replay decides") : text.index("## Exit codes")]
+    for phrase in ("first action", "better (CI above 0)", "worse (CI below 0)", "unpriced"):
+        assert phrase in section, phrase
 
 
 def test_dry_run_counts_the_calls_and_prices_them_without_a_key(

@@ -156,7 +156,7 @@ def experiment_rows(plan: ReplayPlan, ids: tuple[str, str]) -> list[ExperimentRo
             ExperimentRow(
                 id=own,
                 kind="replay",
-                name=f"{arm.label} {arm.name}",
+                name=arm.name,
                 spec=spec,
                 dataset_ref=f"{plan.kind} {plan.selected.ref} (session {session.trace_id})",
                 dataset_version_id=None,
