@@ -15,7 +15,6 @@ import pytest
 from genai_prices import Usage, calc_price
 
 from tests.exp.conftest import Project
-from tests.exp.test_docs import DOCS, _exp_commands
 from tests.exp.replay_support import (
     RECORDED_SYSTEM,
     TOOLS,
@@ -25,6 +24,7 @@ from tests.exp.replay_support import (
     ingest,
     serve,
 )
+from tests.exp.test_docs import DOCS, _exp_commands
 
 
 @pytest.fixture
@@ -202,6 +202,10 @@ def test_dry_run_counts_the_calls_and_prices_them_without_a_key(
     assert b["estimateUsd"] is None and b["unpricedCalls"] == 5
     assert body["unpricedCalls"] == 5
     assert body["calls"][0]["recordedAction"] == "tool lookup_order"
+    by_span = project.exp_json("replay", "846c7980db841642", "--vary", "model=x", "--dry-run")
+    assert [c["case"] for c in by_span["calls"]] == ["call000-846c7980db841642"]
+    last = project.exp_json("replay", "--vary", "model=x", "--dry-run", "--n", "1")
+    assert [c["case"] for c in last["calls"]] == ["call001-9d8c7b6a59483726"]
 
     text = project.exp("replay", "latest#0", "--vary", "model=claude-haiku-4-5", "--dry-run")
     assert text.code == 0, text.err

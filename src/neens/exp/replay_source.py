@@ -123,7 +123,9 @@ async def _by_trace(s: AsyncSession, trace_id: str, project_id: str | None) -> S
     return await session_calls(s, rows[0]) if rows else None
 
 
-async def _by_span(s: AsyncSession, span_id: str, project_id: str | None) -> Selected | None:
+async def _by_span(
+    s: AsyncSession, span_id: str, project_id: str | None
+) -> tuple[SessionCalls, list[RecordedCall]] | None:
     rows = list(
         await s.execute(
             select(TraceSession, Span.span_id)
@@ -145,7 +147,7 @@ async def _by_span(s: AsyncSession, span_id: str, project_id: str | None) -> Sel
             f"REF {span_id}: this span is not a model call whose request messages were "
             "recorded, so there is nothing to send again"
         )
-    return Selected(span_id, session, calls, PriceBook())
+    return session, calls
 
 
 def _index(text: str, ref: str) -> int:
@@ -174,12 +176,10 @@ async def select_calls(
             else await _by_trace(s, name, project_id)
         )
         if session is None and not hashed and name != "latest":
-            found = await _by_span(s, name, project_id)
-            if found is not None:
-                found = Selected(
-                    ref, found.session, found.calls, await price_book(s, found.session.project_id)
-                )
-                return found
+            by_span = await _by_span(s, name, project_id)
+            if by_span is not None:
+                found, calls = by_span
+                return Selected(ref, found, calls, await price_book(s, found.project_id))
         if session is None:
             where = "" if project is None else f" of project {project}"
             if name == "latest":
