@@ -66,10 +66,7 @@ def read_inspect(path: Path, *, allow_partial: bool = False) -> ImportedRun:
     except OSError as exc:
         raise ImportFormatError(f"{where}: cannot be read: {exc.strerror or exc}") from None
     if head == _LOCAL_MAGIC:
-        if importlib.util.find_spec("inspect_ai") is not None:
-            header, samples = _with_inspect(path)
-        else:
-            header, samples = read_eval_archive(path)
+        header, samples = _read_eval(path)
     else:
         try:
             body = json.loads(path.read_bytes())
@@ -81,6 +78,18 @@ def read_inspect(path: Path, *, allow_partial: bool = False) -> ImportedRun:
         listed = header.pop("samples", None)
         samples = [mapping(s, f"{where}: samples[{i}]") for i, s in enumerate(listed or [])]
     return run_of(header, samples, where, allow_partial=allow_partial)
+
+
+def _read_eval(path: Path) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]]:
+    """Inspect's own reader when installed; Neens' when it is not, or when Inspect's cannot
+    read the file (inspect_ai 0.3.285's `read_eval_log` refuses the chunked layout its own
+    `inspect log convert-chunked` writes)."""
+    if importlib.util.find_spec("inspect_ai") is not None:
+        try:
+            return _with_inspect(path)
+        except ImportFormatError:
+            pass
+    return read_eval_archive(path)
 
 
 def _with_inspect(path: Path) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]]:
