@@ -17,6 +17,7 @@ from neens_eval.arg_types import count, number, positive_int, seconds
 
 from neens.exp.metrics_cli import register_metrics
 from neens.exp.plateau_cli import add_series_options, register_plateau
+from neens.exp.sweep_cli import register as register_sweep
 
 
 def _margin(text: str) -> float:
@@ -394,3 +395,4 @@ def register(subparsers: Any) -> None:
     summary.set_defaults(func=_session_summary)
     register_plateau(commands, _common)
     register_metrics(commands)
+    register_sweep(commands, _common)
