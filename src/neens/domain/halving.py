@@ -29,11 +29,15 @@ whose outcomes no selection has touched.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 PLAUSIBLE_ALPHA: Final = 0.05
+EXACT_SUM_UP_TO: Final = 1000
+"""Up to this many flipped cases the one-sided McNemar p is summed exactly in integers (fast at
+small n); above, SciPy's binomial survival function."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +162,10 @@ def one_sided_mcnemar(wins: int, losses: int) -> float:
     discordant = wins + losses
     if discordant == 0:
         return 1.0
+    if discordant <= EXACT_SUM_UP_TO:
+        # Exact in integers, then one rounding: Σ_{k ≥ wins} C(d, k) / 2^d.
+        tail = sum(math.comb(discordant, k) for k in range(wins, discordant + 1))
+        return tail / 2**discordant
     from scipy.stats import binom
 
     return float(binom.sf(wins - 1, discordant, 0.5))

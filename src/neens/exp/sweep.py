@@ -338,18 +338,25 @@ async def _guard_suites(
                     suites.append(adoption.dataset_ref)
                     prior_from.append(adoption.sweep_id)
             continue
-        if text == race_ref:
+        try:
+            ref = (await load_dataset(db, text, cwd)).ref
+        except ConfigError as exc:
+            raise ConfigError(f"--guard {text}: {exc}") from None
+        if ref == race_ref:
             raise ConfigError(
                 f"--guard {text}: that is the race's own dataset (its held-out cases already "
                 "check the winner); a guard is an earlier suite"
             )
-        if text not in suites:
-            suites.append(text)
+        if ref not in suites:
+            suites.append(ref)
     for suite in suites:
         try:
             await load_dataset(db, suite, cwd)
         except ConfigError as exc:
-            raise ConfigError(f"--guard {suite}: {exc}") from None
+            raise ConfigError(
+                f"--guard prior: the suite {suite}, adopted on by an earlier sweep, cannot be "
+                f"read here: {exc}"
+            ) from None
     return suites, prior_from
 
 
@@ -685,7 +692,9 @@ async def _guard(runner: Runner, outcome: SweepOutcome) -> None:
     guard = setup.definition["guard"]
     if not guard["suites"]:
         if PRIOR in guard["given"]:
-            outcome.guard_skipped = "none: no earlier sweep adopted a config on another suite"
+            outcome.guard_skipped = (
+                "prior: no earlier sweep adopted a config on another suite; nothing to guard"
+            )
         return
     names = [setup.start, outcome.winner]
     for index, suite in enumerate(guard["suites"]):
