@@ -165,7 +165,7 @@ def one_sided_mcnemar(wins: int, losses: int) -> float:
     if discordant <= EXACT_SUM_UP_TO:
         # Exact in integers, then one rounding: Σ_{k ≥ wins} C(d, k) / 2^d.
         tail = sum(math.comb(discordant, k) for k in range(wins, discordant + 1))
-        return tail / 2**discordant
+        return float(tail / 2**discordant)
     from scipy.stats import binom
 
     return float(binom.sf(wins - 1, discordant, 0.5))
