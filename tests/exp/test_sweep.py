@@ -337,3 +337,20 @@ def test_configs_graded_differently_are_refused(project: Project) -> None:
     assert result.code == 2
     assert "graders: the configs are graded differently" in result.err
     assert json.loads(project.exp("list", "--json").out)["experiments"] == []
+
+
+def test_every_sweep_flag_and_exit_code_is_documented() -> None:
+    from tests.exp.test_docs import DOCS, _exp_commands
+
+    text = DOCS.read_text()
+    section = text[text.index("## `neens exp sweep`") : text.index("## Exit codes")]
+    parser = _exp_commands()["sweep"]
+    flags = [
+        option
+        for action in parser._actions
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    ]
+    assert flags and [f for f in flags if f"`{f}" not in section] == []
+    assert "### How `exp sweep` decides" in section
+    assert "`exp sweep`" not in text[text.index("## Not yet available") :]
