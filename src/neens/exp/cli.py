@@ -18,6 +18,7 @@ from neens_eval.arg_types import count, number, positive_int, seconds
 from neens.exp.metrics_cli import register_metrics
 from neens.exp.plateau_cli import add_series_options, register_plateau
 from neens.exp.replay_cli import register_replay
+from neens.exp.sweep_cli import register as register_sweep
 
 
 def _margin(text: str) -> float:
@@ -396,3 +397,4 @@ def register(subparsers: Any) -> None:
     register_plateau(commands, _common)
     register_metrics(commands)
     register_replay(commands, _common)
+    register_sweep(commands, _common)
