@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, update
 
-from neens.domain.group_sequential import lan_demets_bounds
+from neens.domain.group_sequential import lan_demets_bounds, look_cases
 from neens.exp.ab import interleaved
 from neens.exp.datasets import Case
 from neens.store.db import Database
@@ -271,3 +271,15 @@ def test_bad_input_is_one_line_naming_it_and_writes_nothing(project: Project) ->
         project, "run", "--arm", "a=a.json", "--arm", "d=d.json"
     )
     assert project.exp_json("list")["experiments"] == []
+
+
+def test_the_docs_say_what_the_code_computes() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "exp.md").read_text()
+    section = text[text.index("### How an A/B run decides") : text.index("## `neens exp session`")]
+    bounds = lan_demets_bounds([0.25, 0.5, 0.75, 1.0])
+    assert ", ".join(f"±{c:.3f}" for c in bounds) in section
+    assert f"(120 cases: {', '.join(map(str, look_cases(120)))};" in section
+    assert f"50 cases: {', '.join(map(str, look_cases(50)))})" in section
+    for phrase in ("`B better`", "`B worse`", "`inconclusive`", "never before 20 cases"):
+        assert phrase in text, phrase
+    assert "`exp run --arm`" not in text[text.index("## Not yet available") :]

@@ -68,8 +68,8 @@ from neens.store.types import utcnow
 
 ARM_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 METHOD: Final = (
-    "O'Brien-Fleming group-sequential test, Lan-DeMets spending, two-sided alpha "
-    f"{ALPHA:g}, continuity-corrected McNemar z on the cases that differ"
+    f"O'Brien-Fleming boundaries, Lan-DeMets spending, two-sided alpha {ALPHA:g}, on the "
+    "continuity-corrected McNemar z"
 )
 
 Item = tuple[int, Case, int]
@@ -487,10 +487,11 @@ def sequential_lines(
             f"sequential inconclusive: no boundary crossed in {len(taken)} looks "
             f"(z = {last.z:+.2f} at the last, boundary ±{last.look.boundary:.3f})"
         ]
-    note = f"({METHOD}"
+    lines.append(f"method {METHOD}")
     if stopped:
-        note += "; B − A above is not adjusted for stopping early and tends to overstate it"
-    lines.append(note + ")")
+        lines.append(
+            "note B − A above is not adjusted for stopping early: it tends to overstate the effect"
+        )
     return lines
 
 
