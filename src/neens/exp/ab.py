@@ -360,12 +360,14 @@ async def ab_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
                 flush=True,
             )
         looks = design(len(cases), args.looks or DEFAULT_LOOKS) if args.stop_early else []
-        if args.stop_early and len(cases) < MIN_CASES and not args.json:
-            print(
-                f"warning: --stop-early: {len(cases)} cases, fewer than {MIN_CASES}: the only "
-                "look is at the end",
-                file=sys.stderr,
+        short = None
+        if args.stop_early and len(cases) < MIN_CASES:
+            short = (
+                f"--stop-early: {len(cases)} cases, fewer than {MIN_CASES}: the only look is at "
+                "the end"
             )
+            if not args.json:
+                print(f"warning: {short}", file=sys.stderr)
         kept: list[set[tuple[str, int]]] = [set(), set()]
         if args.resume is not None:
             for index, row in enumerate(rows):
@@ -426,6 +428,8 @@ async def ab_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
         aa = await aa_floor(db, stored[0])
     kinds = case_groups(stored[0], "kind") | case_groups(stored[1], "kind")
     result = compare(sides[0], sides[1], aa=aa, kinds=kinds or None)
+    if short is not None:
+        result.warnings.append(short)
     sequential = _sequential_json(looks, taken, stopped) if args.stop_early else None
     if args.json:
         body = to_json(result, gate=False)
@@ -446,7 +450,8 @@ async def ab_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
         print(json.dumps(body, ensure_ascii=False, allow_nan=False))
         return 0
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        if warning != short:
+            print(f"warning: {warning}", file=sys.stderr)
     print("")
     print(render(result))
     if args.stop_early:

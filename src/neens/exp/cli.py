@@ -194,7 +194,8 @@ def register(subparsers: Any) -> None:
         description=(
             "Run the spec's task on every case of the dataset, TRIALS times each, grade every "
             "answer and save each case-trial as it finishes. Exits 0 when the run finished, "
-            "errored case-trials included (they are counted)."
+            "errored case-trials included (they are counted). With --arm NAME=SPEC twice instead "
+            "of SPEC: two configs as one A/B run, each case in both arms back to back."
         ),
     )
     _add_run_options(
