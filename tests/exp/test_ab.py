@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from sqlalchemy import delete, update
 
 from neens.domain.group_sequential import lan_demets_bounds, look_cases
+from neens.exp import ab as ab_module
 from neens.exp.ab import interleaved
 from neens.exp.datasets import Case
 from neens.store.db import Database
@@ -22,10 +24,24 @@ from tests.exp.conftest import Project
 CASES = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(80)]
 
 
-def _arms(project: Project, *, wrong_a: list[int], wrong_b: list[int], log: Path | None) -> None:
-    """a.json and b.json: the stand-in agent, answering wrong on the given cases."""
-    for filename, name, wrong in (("a.json", "plain", wrong_a), ("b.json", "tuned", wrong_b)):
+def _arms(
+    project: Project,
+    *,
+    wrong_a: list[int],
+    wrong_b: list[int],
+    log: Path | None,
+    crash_a: Sequence[int] = (),
+) -> None:
+    """a.json and b.json: the stand-in agent, answering wrong on the given cases (and crashing
+    on `crash_a` in arm A)."""
+    arms: list[tuple[str, str, Sequence[int], Sequence[int]]] = [
+        ("a.json", "plain", wrong_a, crash_a),
+        ("b.json", "tuned", wrong_b, ()),
+    ]
+    for filename, name, wrong, crash in arms:
         env = {"WRONG": ",".join(f"q{i}" for i in wrong)}
+        if crash:
+            env["CRASH"] = ",".join(f"q{i}" for i in crash)
         if log is not None:
             env["LOG"] = str(log)
         project.write_spec(
@@ -121,11 +137,12 @@ def test_stop_early_stops_at_the_first_look_past_the_boundary(project: Project) 
 
 def test_a_run_with_no_difference_runs_to_its_end_and_says_inconclusive(project: Project) -> None:
     project.write_dataset(CASES[:30])
-    _arms(project, wrong_a=[1, 4, 9], wrong_b=[2, 4, 8], log=None)
+    _arms(project, wrong_a=[1, 4, 9], wrong_b=[2, 4, 8], log=None, crash_a=[12])
     result = project.exp("run", "--arm", "base=a.json", "--arm", "cand=b.json", "--stop-early")
     assert result.code == 0, result.err
-    assert "look 1 of 3  20 cases  z = +0.00  boundary ±" in result.out
-    assert "look 3 of 3  30 cases  z = +0.00  boundary ±" in result.out
+    # The case arm A errored on has no verdict there: it is left out of the statistic.
+    assert "look 1 of 3  20 cases (19 paired)  z = +0.00  boundary ±" in result.out
+    assert "look 3 of 3  30 cases (29 paired)  z = +0.00  boundary ±" in result.out
     assert "end: no boundary crossed" in result.out
     assert "sequential inconclusive: no boundary crossed in 3 looks" in result.out
     assert "stopped early" not in result.out
@@ -193,6 +210,36 @@ def test_resume_runs_only_what_neither_arm_saved_and_takes_the_same_looks(
         assert resumed[key] == clean[key], key
     nothing = project.exp_json("run", *flags, "--resume", ids[0])
     assert nothing["ab"]["ranNow"] == 0 and nothing["sequential"] == clean["sequential"]
+
+
+def test_ctrl_c_says_how_to_resume_and_the_resumed_run_takes_the_same_looks(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.write_dataset(CASES[:44])
+    _arms(project, wrong_a=[1, 5, 11, 30], wrong_b=[5, 7], log=None)
+    flags = ["--arm", "base=a.json", "--arm", "cand=b.json", "--stop-early"]
+    taken = ab_module.first_crossing
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt  # Ctrl-C once the first look's cases are saved
+
+    monkeypatch.setattr(ab_module, "first_crossing", interrupted)
+    stopped = project.exp("run", *flags)
+    assert stopped.code == 130 and stopped.out.startswith("ab base vs cand  44 cases")
+    listed = [e for e in project.exp_json("list")["experiments"] if e["kind"] == "ab"]
+    ids = sorted(e["id"] for e in listed)
+    assert stopped.err.strip() == (
+        f"neens: interrupted: the arms {ids[0]} and {ids[1]} keep every finished case-trial; "
+        f"run the same command with --resume {ids[0]} to run only what is left"
+    )
+    assert all(e["status"] == "partial" and e["done"] == 20 for e in listed)
+    monkeypatch.setattr(ab_module, "first_crossing", taken)
+    resumed = project.exp_json("run", *flags, "--resume")
+    assert resumed["ab"]["ids"] == ids and resumed["ab"]["ranNow"] == 48
+    clean = project.exp_json("run", *flags)
+    for key in ("diff", "interval", "mcnemar", "verdict", "sequential"):
+        assert resumed[key] == clean[key], key
+    assert [look["cases"] for look in clean["sequential"]["looks"]] == [20, 22, 33, 44]
 
 
 def test_resume_refuses_a_changed_arm_seed_or_flag_and_names_it(project: Project) -> None:
