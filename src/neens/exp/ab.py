@@ -336,6 +336,66 @@ def look_line(result: LookResult, of: int) -> str:
     )
 
 
+async def _kept(
+    db: Database, rows: list[ExperimentRow], *, retry_errors: bool
+) -> list[set[tuple[str, int]]]:
+    """Each arm's saved (case, trial)s a resume keeps (its errors too, unless retried)."""
+    kept: list[set[tuple[str, int]]] = [set(), set()]
+    for index, row in enumerate(rows):
+        for trial in await trials_of(db, row.id, grades=False):
+            if not (retry_errors and trial.status == "error"):
+                kept[index].add((trial.case_id, trial.trial))
+    return kept
+
+
+async def _run_with_looks(
+    db: Database,
+    plans: list[Plan],
+    rows: list[ExperimentRow],
+    callers: list[Caller],
+    seed: int,
+    looks: list[Look],
+    kept: list[set[tuple[str, int]]] | None,
+    limits: RunLimits,
+    *,
+    show: bool,
+) -> tuple[list[LookResult], int]:
+    """Run the pair's case-trials in order, look by look (all at once without looks), leaving
+    out the `kept` ones; after each look's cases are saved, take the look from what was saved,
+    print it when `show`, and stop at the first crossing. The looks taken and the case-trials
+    run."""
+    cases = plans[0].cases
+    per_case = 2 * plans[0].trials
+    items = interleaved(cases, plans[0].trials, seed)
+    left = [(i, c, t) for i, c, t in items if kept is None or (c.id, t) not in kept[i]]
+    total = len(items)
+    taken: list[LookResult] = []
+    ran = 0
+    start = 0
+    label = f"{rows[0].id} A/B"
+    with RunProgress(total=total, done=total - len(left), label=label) as progress:
+        async with contextlib.AsyncExitStack() as stack:
+            for caller in callers:
+                await stack.enter_async_context(caller.open())
+            for number, stop in enumerate([look.cases for look in looks] or [len(cases)]):
+                segment = [
+                    (i, c, t)
+                    for i, c, t in items[start * per_case : stop * per_case]
+                    if kept is None or (c.id, t) not in kept[i]
+                ]
+                start = stop
+                await _run_items(db, plans, callers, segment, limits, progress)
+                ran += len(segment)
+                if not looks:
+                    continue
+                taken = first_crossing(looks[: number + 1], await _outcomes(db, rows, cases))
+                if show:
+                    print(look_line(taken[-1], len(looks)), flush=True)
+                if taken[-1].crossed:
+                    break
+    return taken, ran
+
+
 async def ab_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
     _check_flags(args)
     arms = parse_arms(args.arm)
@@ -368,50 +428,18 @@ async def ab_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
             )
             if not args.json:
                 print(f"warning: {short}", file=sys.stderr)
-        kept: list[set[tuple[str, int]]] = [set(), set()]
-        if args.resume is not None:
-            for index, row in enumerate(rows):
-                for trial in await trials_of(db, row.id, grades=False):
-                    if not (args.retry_errors and trial.status == "error"):
-                        kept[index].add((trial.case_id, trial.trial))
-        items = interleaved(cases, plans[0].trials, seed)
-        stops = [look.cases for look in looks] or [len(cases)]
+        resuming = args.resume is not None
+        kept = await _kept(db, rows, retry_errors=args.retry_errors) if resuming else None
+        limits = RunLimits(
+            concurrency=args.concurrency, retries=args.retries, trial_timeout_s=args.trial_timeout
+        )
         callers = [
             Caller(plan, TaskContext(experiment_id=row.id, name=plan.spec.name, cwd=cwd), h)
             for plan, row, h in zip(plans, rows, headers, strict=True)
         ]
-        limits = RunLimits(
-            concurrency=args.concurrency, retries=args.retries, trial_timeout_s=args.trial_timeout
+        taken, ran = await _run_with_looks(
+            db, plans, rows, callers, seed, looks, kept, limits, show=not args.json
         )
-        total = 2 * plans[0].planned
-        todo_all = [(i, c, t) for i, c, t in items if (c.id, t) not in kept[i]]
-        taken: list[LookResult] = []
-        ran = 0
-        with RunProgress(
-            total=total, done=total - len(todo_all), label=f"{rows[0].id} A/B"
-        ) as progress:
-            async with contextlib.AsyncExitStack() as stack:
-                for caller in callers:
-                    await stack.enter_async_context(caller.open())
-                start = 0
-                per_case = 2 * plans[0].trials
-                for number, stop in enumerate(stops):
-                    segment = [
-                        (i, c, t)
-                        for i, c, t in items[start * per_case : stop * per_case]
-                        if (c.id, t) not in kept[i]
-                    ]
-                    start = stop
-                    await _run_items(db, plans, callers, segment, limits, progress)
-                    ran += len(segment)
-                    if not looks:
-                        continue
-                    outcomes = await _outcomes(db, rows, cases)
-                    taken = first_crossing(looks[: number + 1], outcomes)
-                    if not args.json:
-                        print(look_line(taken[-1], len(looks)), flush=True)
-                    if taken[-1].crossed:
-                        break
         stopped = bool(taken) and taken[-1].crossed and taken[-1].look.number < len(looks)
         for row in rows:
             if stopped or await _complete(db, row):
