@@ -627,7 +627,8 @@ class Experiment(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     kind: Mapped[str] = mapped_column(String(20))
-    """"run" for `exp run`, "regrade" for `exp regrade`, "aa" for the two runs of `exp aa`."""
+    """"run" for `exp run`, "regrade" for `exp regrade`, "aa" for the two runs of `exp aa`, "ab"
+    for the two arms of `exp run --arm` (each arm's name and position in `spec["ab"]`)."""
     name: Mapped[str] = mapped_column(String(500))
     spec: Mapped[dict[str, Any]] = mapped_column()
     """The spec as run: its own keys with the command line's datasets, graders and trials."""
@@ -649,7 +650,7 @@ class Experiment(Base):
     source_id: Mapped[str | None] = mapped_column(String(40), default=None)
     """For a regrade: the experiment whose stored outputs it graded again."""
     pair_id: Mapped[str | None] = mapped_column(String(40), default=None)
-    """For an A/A run (`exp aa`): the other run of the pair."""
+    """For an A/A run (`exp aa`) or an A/B arm (`exp run --arm`): the other one of the pair."""
     trials: Mapped[int] = mapped_column(Integer)
     planned: Mapped[int] = mapped_column(Integer)
     """Case-trials planned: cases × trials."""
