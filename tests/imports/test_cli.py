@@ -65,6 +65,7 @@ def test_an_inspect_harness_error_is_an_infra_error(neens: Neens) -> None:
     ("args", "message"),
     [
         (["inspect", "nope.eval"], "PATH: no such file nope.eval"),
+        (["mlflow", str(FIXTURES)], "is not a file (give the log or results file itself)"),
         (["promptfoo", str(FIXTURES / "inspect_arith.json")], "results.version: None"),
         (["inspect", str(FIXTURES / "promptfoo_arith.yaml")], "neither an .eval archive"),
         (["openai-evals"], "give PATH"),

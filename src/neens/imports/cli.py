@@ -26,8 +26,10 @@ from neens.imports.trial import ImportedRun
 
 def _read(args: argparse.Namespace) -> ImportedRun:
     path = Path(args.path)
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"PATH: no such file {path}")
+    if not path.is_file():
+        raise ConfigError(f"PATH: {path} is not a file (give the log or results file itself)")
     tool = args.import_command
     if tool == "inspect":
         from neens.imports.inspect import read_inspect
