@@ -18,6 +18,7 @@ import pytest
 from neens.demo.endpoints import Reply, Scripted
 
 from neens_eval import cli, sweep_render, waiting
+from neens_eval.cli import EXIT_BROKEN_PIPE
 from neens_eval.errors import EXIT_UNTRUSTED, ApiError
 from neens_eval.sweep_args import parse_arm
 from neens_eval.sweep_render import conclude, live_rows, preview_table, sweep_table
@@ -649,7 +650,7 @@ def test_every_flag_of_every_sweep_command_is_documented() -> None:
 def test_the_exit_code_table_has_one_row_per_code_the_cli_uses() -> None:
     table = _section(DOCS.read_text(encoding="utf-8"), "## Exit codes")
     codes = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
-    assert codes[1:] == ["0", "1", "2", "3", str(EXIT_UNTRUSTED), "130"]
+    assert codes[1:] == ["0", "1", "2", "3", str(EXIT_UNTRUSTED), "130", str(EXIT_BROKEN_PIPE)]
 
 
 def test_on_a_terminal_a_row_wider_than_the_screen_is_cut_so_the_redraw_stays_in_place(

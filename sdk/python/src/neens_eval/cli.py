@@ -21,6 +21,7 @@ cannot replace them (argparse refuses the duplicate name and the plugin is skipp
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
@@ -28,6 +29,9 @@ from typing import TypeAlias
 
 from neens_eval import __version__, datasets, eval_run, sweep
 from neens_eval.errors import EXIT_USAGE, NeensClientError
+
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: standard output was closed by its reader (`neens … | head`)."""
 
 ENTRY_POINT_GROUP = "neens.cli"
 
@@ -95,7 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         subparsers.choices.get(args_list[0], parser).print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # here, not at exit, so a reader that went away is caught below
+        return code
+    except BrokenPipeError:
+        # `neens exp list | head`: the reader has all it wanted. Whatever is left unwritten goes
+        # nowhere, and the exit code says so as a program killed by SIGPIPE would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except NeensClientError as exc:
         print(f"neens: error: {exc}", file=sys.stderr)
         return exc.exit_code
