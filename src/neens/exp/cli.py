@@ -15,6 +15,7 @@ from typing import Any
 
 from neens_eval.arg_types import count, number, positive_int, seconds
 
+from neens.exp.matrix_cli import add_matrix_options
 from neens.exp.metrics_cli import register_metrics
 from neens.exp.plateau_cli import add_series_options, register_plateau
 
@@ -90,6 +91,14 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(run_command(args, holder))
     except KeyboardInterrupt:
+        matrix_id = holder.get("matrix")
+        if matrix_id is not None:
+            print(
+                f"neens: interrupted: the matrix {matrix_id} keeps every finished case-trial; run "
+                f"the same command with --resume {matrix_id} to run only what is left",
+                file=sys.stderr,
+            )
+            return 130
         experiment_id = holder.get("id")
         if experiment_id is None and args.watch:
             return 0  # Ctrl-C between runs ends a watch
@@ -226,6 +235,7 @@ def register(subparsers: Any) -> None:
         "Enter runs again, q quits",
     )
     add_series_options(run)
+    add_matrix_options(run)
     _common(run)
     run.set_defaults(func=_run)
 

@@ -137,31 +137,34 @@ def _row(e: Experiment) -> ExperimentRow:
     )
 
 
+def experiment_model(row: ExperimentRow) -> Experiment:
+    """The table object for a new experiment."""
+    return Experiment(
+        id=row.id,
+        kind=row.kind,
+        name=row.name,
+        spec=row.spec,
+        dataset_ref=row.dataset_ref,
+        dataset_version_id=row.dataset_version_id,
+        dataset_hash=row.dataset_hash,
+        task_hash=row.task_hash,
+        agent_files=row.agent_files,
+        graders=row.graders,
+        cases=row.cases,
+        selection=row.selection,
+        failing_of=row.failing_of,
+        trials=row.trials,
+        planned=row.planned,
+        concurrency=row.concurrency,
+        created_at=row.created_at,
+        source_id=row.source_id,
+        pair_id=row.pair_id,
+    )
+
+
 async def create_experiment(db: Database, row: ExperimentRow) -> None:
     async with db.write() as s:
-        s.add(
-            Experiment(
-                id=row.id,
-                kind=row.kind,
-                name=row.name,
-                spec=row.spec,
-                dataset_ref=row.dataset_ref,
-                dataset_version_id=row.dataset_version_id,
-                dataset_hash=row.dataset_hash,
-                task_hash=row.task_hash,
-                agent_files=row.agent_files,
-                graders=row.graders,
-                cases=row.cases,
-                selection=row.selection,
-                failing_of=row.failing_of,
-                trials=row.trials,
-                planned=row.planned,
-                concurrency=row.concurrency,
-                created_at=row.created_at,
-                source_id=row.source_id,
-                pair_id=row.pair_id,
-            )
-        )
+        s.add(experiment_model(row))
 
 
 async def save_trial(db: Database, experiment_id: str, trial: TrialRow) -> None:
