@@ -8,8 +8,12 @@ import asyncio
 import gc
 import json
 import math
+import os
 import random
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -20,6 +24,7 @@ from sqlalchemy import update
 from statsmodels.stats.multitest import multipletests
 
 from neens.domain.exp_matrix import holm
+from neens.exp.matrix import pointer_tokens, set_pointer
 from neens.store.db import Database
 from neens.store.models import Experiment, ExperimentMatrix, ExperimentTrial
 from neens.store.types import utcnow
@@ -31,8 +36,9 @@ SPEC_TEXT = Path("/work/shared/spec/4-experiments.txt")
 # model with the plain prompt does so for the cases its seeded coin picks (4 of these 8 at
 # SEED 0: bravo, charlie, delta, echo); the small model with the plain prompt never.
 STANDIN = """\
-import json, os, random, sys
+import json, os, random, sys, time
 text = sys.stdin.read()
+time.sleep(float(os.environ.get("SLEEP", "0")))
 model, prompt = os.environ["MODEL"], os.environ["PROMPT"]
 log = os.environ.get("LOG")
 if log:
@@ -472,3 +478,59 @@ def test_holm_matches_statsmodels_and_the_step_down_formula() -> None:
     assert holm([]) == []
     with pytest.raises(ValueError):
         holm([0.01, math.nan])
+
+
+def test_ctrl_c_keeps_a_matrixs_finished_case_trials_and_resume_runs_the_rest(
+    shout: Project, database_url: str
+) -> None:
+    shout.write_dataset([{"id": w, "input": w} for w in WORDS[:4]])
+    spec = _matrix(shout)
+    spec["task"]["env"]["SLEEP"] = "0.3"
+    (shout.path / "matrix.json").write_text(json.dumps(spec))
+    env = {**os.environ, "NEENS_DATABASE_URL": database_url}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "neens_eval", "exp", "run", "matrix.json", "--concurrency", "2"],
+        cwd=shout.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(_calls(shout)) < 3:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    matrix_id = err.split("the matrix ")[1].split()[0]
+    assert err.strip().endswith(
+        f"neens: interrupted: the matrix {matrix_id} keeps every finished case-trial; run the "
+        f"same command with --resume {matrix_id} to run only what is left"
+    )
+    saved = sum(c["done"] for c in shout.exp_json("list")["experiments"])
+    assert 1 <= saved < 16
+    resumed = shout.exp_json("run", "matrix.json", "--resume", matrix_id[:12])
+    assert resumed["matrix"] == matrix_id and resumed["status"] == "finished"
+    assert resumed["ranNow"] == 16 - saved
+    # 4 of 4, 3 of 4 and 4 of 4 cases flipped: p = 0.125, 0.25, 0.125; Holm 0.375 for each.
+    assert [c["p"] for c in resumed["cells"][1:]] == pytest.approx([0.125, 0.25, 0.125])
+    assert [c["pHolm"] for c in resumed["cells"][1:]] == pytest.approx([0.375] * 3)
+
+
+@pytest.mark.parametrize(
+    ("pointer", "tokens"),
+    [
+        ("/task/env/MODEL", ["task", "env", "MODEL"]),
+        ("/task/env/A~1B", ["task", "env", "A/B"]),
+        ("/task/env/A~0B~01", ["task", "env", "A~B~1"]),
+        ("/trials", ["trials"]),
+    ],
+)
+def test_json_pointers_are_read_as_rfc_6901_says(pointer: str, tokens: list[str]) -> None:
+    assert pointer_tokens(pointer, "m.json", "path") == tokens
+    doc: dict[str, Any] = {"task": {"env": {}}, "trials": 1}
+    set_pointer(doc, tokens, 7, pointer, "m.json")
+    target: Any = doc
+    for token in tokens:
+        target = target[token]
+    assert target == 7

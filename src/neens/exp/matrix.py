@@ -285,11 +285,13 @@ def _baseline(raw: Any, axes: list[str], names: list[str], where: str) -> str:
         name = ",".join(f"{axis}={raw[axis]}" for axis in axes)
     elif isinstance(raw, str):
         name = raw
-    else:
+    elif axes:
         raise ConfigError(
-            f"{where}: baseline: must name a cell "
-            + ('(an object of axis to value name, e.g. {"model": "small"})' if axes else "")
+            f"{where}: baseline: must name a cell: an object of each axis' value name, e.g. "
+            '{"model": "small"}, or the cell\'s name'
         )
+    else:
+        raise ConfigError(f"{where}: baseline: must be the name of one of the variants")
     if name not in names:
         raise ConfigError(f"{where}: baseline: no cell is named {name!r}")
     return name

@@ -104,7 +104,10 @@ def is_matrix_file(path: Path) -> bool:
 
 
 def refuse_matrix_flags(args: argparse.Namespace) -> None:
-    """The matrix flags on a spec that is not a matrix: exit 2, naming the flag."""
+    """The matrix flags on a spec that is not a matrix: exit 2, naming the flag. A spec that
+    cannot be read is left to `read_spec`, which says why."""
+    if read_raw(Path(args.spec)) is None:
+        return
     for flag, given in (
         ("--plan", args.plan),
         ("--cell", bool(args.cell)),
