@@ -432,6 +432,12 @@ def test_an_interrupted_matrix_resumes_only_what_is_left_to_the_same_table(
     assert f"cannot resume {matrix_id}: model=small,prompt=plain: the agent script" in refused.err
     assert _calls(shout) == []
     (shout.path / "standin.py").write_text(STANDIN)
+    narrowed = shout.exp("run", "matrix.json", "--resume", "--cell", CELLS[2])
+    assert narrowed.code == 2
+    assert "the chosen cells changed (--cell; it ran every cell)" in narrowed.err
+    with_reuse = shout.exp("run", "matrix.json", "--resume", "--reuse", "all")
+    assert with_reuse.code == 2 and "--reuse: not with --resume" in with_reuse.err
+    assert _calls(shout) == []
 
     resumed = shout.exp("run", "matrix.json", "--resume")
     assert resumed.code == 0, resumed.err

@@ -41,6 +41,8 @@ MATRIX_KEYS: Final = ("matrix", "variants", "baseline")
 AXIS_KEYS: Final = ("path", "values")
 MAX_CELLS: Final = 100
 MAX_NAME: Final = 200
+MAX_CELL_NAME: Final = 190
+"""A cell's experiment is named NAME[CELL], at most 500 characters with a name of 300."""
 ALLOWED: Final = "a cell may change only /task/… and /trials"
 
 
@@ -311,6 +313,12 @@ def parse_matrix(raw: dict[str, Any], where: str, *, default_name: str) -> Matri
             f"{where}: baseline: only in a matrix spec, with matrix or variants to compare it with"
         )
     names = [name for name, _ in made]
+    for cell_name in names:
+        if len(cell_name) > MAX_CELL_NAME:
+            raise ConfigError(
+                f"{where}: cell {cell_name[:40]}…: its name is longer than {MAX_CELL_NAME} "
+                "characters; give the axes, values or variants shorter names"
+            )
     baseline = _baseline(raw.get("baseline"), axes, names, where)
     name = raw.get("name", default_name)
     if not isinstance(name, str) or not name.strip() or len(name) > 300:

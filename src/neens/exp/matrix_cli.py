@@ -255,7 +255,9 @@ async def matrix_command(args: argparse.Namespace, holder: dict[str, Any]) -> in
         if args.resume is not None:
             stored = await _find_matrix(db, args.resume, matrix)
             if not wanted:
-                wanted = list(stored.spec.get("chosen") or [])
+                # A chosen cell no longer in the spec is named by the resume check.
+                chosen = stored.spec.get("chosen") or []
+                wanted = [name for name in chosen if matrix.cell(name) is not None]
         cells = chosen_cells(matrix, wanted)
         plans = await _cell_plans(db, args, cwd, cells)
         since = utcnow() - max_age
