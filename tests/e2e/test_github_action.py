@@ -20,12 +20,10 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,7 @@ from neens.demo.endpoints import agent_suite, serve
 from neens.store.keys import CreatedKey
 from tests.support.agent_cmd import ANSWERS
 from tests.support.live import LiveServer
+from tests.support.stand_in import Answer, StandInRequest, stand_in_server
 
 pytestmark = pytest.mark.e2e
 
@@ -61,50 +60,26 @@ def fake_github() -> Iterator[FakeGitHub]:
     github = FakeGitHub()
     prefix = f"/repos/{REPOSITORY}/issues"
 
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self, status: int, document: Any) -> None:
-            payload = json.dumps(document).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    def answer(request: StandInRequest) -> Answer:
+        github.calls.append((request.method, request.path, request.headers.get("Authorization")))
+        path = request.path.split("?", 1)[0]
+        if request.headers.get("Authorization") != "Bearer ghs_test_token":
+            return 401, {"message": "Bad credentials"}
+        if request.method == "GET" and path == f"{prefix}/{PULL_REQUEST}/comments":
+            return 200, [{"id": key, "body": body} for key, body in github.comments.items()]
+        if request.method == "POST" and path == f"{prefix}/{PULL_REQUEST}/comments":
+            key = len(github.comments) + 1
+            github.comments[key] = json.loads(request.body or b"{}")["body"]
+            return 201, {"id": key}
+        if request.method == "PATCH" and path.startswith(f"{prefix}/comments/"):
+            key = int(path.rsplit("/", 1)[1])
+            github.comments[key] = json.loads(request.body or b"{}")["body"]
+            return 200, {"id": key}
+        return 404, {"message": "Not Found"}
 
-        def _handle(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length).decode() if length else None
-            github.calls.append((self.command, self.path, self.headers.get("Authorization")))
-            path = self.path.split("?", 1)[0]
-            if self.headers.get("Authorization") != "Bearer ghs_test_token":
-                self._answer(401, {"message": "Bad credentials"})
-            elif self.command == "GET" and path == f"{prefix}/{PULL_REQUEST}/comments":
-                listed = [{"id": key, "body": body} for key, body in github.comments.items()]
-                self._answer(200, listed)
-            elif self.command == "POST" and path == f"{prefix}/{PULL_REQUEST}/comments":
-                key = len(github.comments) + 1
-                github.comments[key] = json.loads(raw or "{}")["body"]
-                self._answer(201, {"id": key})
-            elif self.command == "PATCH" and path.startswith(f"{prefix}/comments/"):
-                key = int(path.rsplit("/", 1)[1])
-                github.comments[key] = json.loads(raw or "{}")["body"]
-                self._answer(200, {"id": key})
-            else:
-                self._answer(404, {"message": "Not Found"})
-
-        do_GET = do_POST = do_PATCH = _handle
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    github.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with stand_in_server(answer) as url:
+        github.url = url
         yield github
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @dataclass

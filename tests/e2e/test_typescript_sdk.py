@@ -15,13 +15,11 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,7 @@ from neens.demo.endpoints import agent_suite, serve
 from neens.store.keys import CreatedKey
 from tests.support.agent_cmd import ANSWERS
 from tests.support.live import LiveServer
+from tests.support.stand_in import Answer, StandInRequest, stand_in_server
 
 pytestmark = pytest.mark.e2e
 
@@ -186,31 +185,15 @@ class FakeGitLab:
 def fake_gitlab() -> Iterator[FakeGitLab]:
     gitlab = FakeGitLab()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            form = urllib.parse.parse_qs(self.rfile.read(length).decode())
-            body = form.get("body", [""])[0]
-            gitlab.notes.append((self.path, self.headers.get("PRIVATE-TOKEN") or "", body))
-            payload = json.dumps({"id": len(gitlab.notes)}).encode()
-            self.send_response(201)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    def answer(request: StandInRequest) -> Answer:
+        form = urllib.parse.parse_qs(request.body.decode())
+        body = form.get("body", [""])[0]
+        gitlab.notes.append((request.path, request.headers.get("PRIVATE-TOKEN") or "", body))
+        return 201, {"id": len(gitlab.notes)}
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    gitlab.url = f"http://127.0.0.1:{server.server_address[1]}/api/v4"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with stand_in_server(answer) as url:
+        gitlab.url = f"{url}/api/v4"
         yield gitlab
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_the_gitlab_merge_request_job_of_docs_ci_posts_the_summary_and_keeps_the_exit_code(

@@ -57,6 +57,7 @@ from neens.store import migrate
 from neens.store.db import Database
 from neens.store.secrets import reencrypt
 from neens.web.app import create_web_app
+from neens.web.fallback import PAGES
 
 ROUTERS = (
     health,
@@ -164,7 +165,7 @@ def create_app(
     app.mount("/ui", create_web_app(app.state))
     # Innermost first: each add wraps the ones before it.
     app.add_middleware(JsonDepthMiddleware, own_decoders=frozenset({"/v1/traces"}))
-    app.add_middleware(UnstorableParameterMiddleware, pages="/ui")
+    app.add_middleware(UnstorableParameterMiddleware, pages=PAGES)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(ErrorEnvelopeMiddleware)
     return app

@@ -4,7 +4,8 @@ They sit outside FastAPI's routing so that no route can forget them:
 
 - `ErrorEnvelopeMiddleware` answers any exception that escaped the routes with the JSON error
   shape and an error id, and logs the traceback under that id (Starlette's own fallback answers
-  plain text and keeps nothing a user can quote back to the operator).
+  plain text and keeps nothing a user can quote back to the operator). Under the pages (`/ui`)
+  the same answer is a page, as is the 413 of `BodyLimitMiddleware`.
 - `BodyLimitMiddleware` counts the bytes of every request body against
   `NEENS_MAX_REQUEST_BYTES` while they arrive, so an oversized body is refused with 413 before
   it is held in memory; a declared `Content-Length` over the cap is refused before reading.
@@ -24,13 +25,14 @@ import secrets
 from itertools import accumulate
 
 from starlette.datastructures import Headers, QueryParams
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from neens.api.body import too_large
 from neens.api.errors import error_body
 from neens.api.guards import is_json_media_type
 from neens.errors import InvalidInput, NeensError, NotFound, PayloadTooLarge, Unprocessable
+from neens.web.fallback import fallback_page, is_page_path
 
 log = logging.getLogger("neens.api")
 
@@ -39,8 +41,13 @@ MAX_JSON_DEPTH = 128
 
 
 async def send_error(exc: NeensError, scope: Scope, receive: Receive, send: Send) -> None:
-    """Answer `exc` in the one error shape, straight from a middleware."""
-    response = JSONResponse(error_body(exc.code, exc.message, exc.field), exc.status_code)
+    """Answer `exc` in the one error shape, straight from a middleware; under the pages, as a
+    page saying the same."""
+    response: Response
+    if is_page_path(scope["path"]):
+        response = fallback_page(exc.status_code, exc.message)
+    else:
+        response = JSONResponse(error_body(exc.code, exc.message, exc.field), exc.status_code)
     await response(scope, receive, send)
 
 
@@ -88,11 +95,14 @@ class ErrorEnvelopeMiddleware(HttpMiddleware):
             )
             if started:
                 raise  # the server closes the connection; the log line has the id
-            body = error_body(
-                "internal_error",
+            message = (
                 f"the server failed on this request (error id {error_id}); retry, and if it "
-                "fails again give this id to whoever runs this Neens server",
+                "fails again give this id to whoever runs this Neens server"
             )
+            if is_page_path(scope["path"]):
+                await fallback_page(500, message)(scope, receive, send)
+                return
+            body = error_body("internal_error", message)
             body["error"]["errorId"] = error_id
             await JSONResponse(body, status_code=500)(scope, receive, send)
 

@@ -20,5 +20,7 @@ store of the project folder (`./.neens/neens.db`) or on PostgreSQL (`NEENS_DATAB
     sources    the files a run is made from (spec, agent, graders, dataset), and their hashes
     sessions   `exp session`: each run's delta against the previous one, notes, the timeline
     watch      `exp run --watch`: run again (or regrade) when those files change
+    sweep      `exp sweep`: configs raced by sequential halving, the winner checked on held-out
+               cases and guard suites (sweep_cli: its flags and report)
     cli        the `neens exp` command group
 """

@@ -15,9 +15,12 @@ from typing import Any
 
 from neens_eval.arg_types import count, number, positive_int, seconds
 
-from neens.exp.matrix_cli import add_matrix_options
+from neens.exp.ab_cli import add_ab_options, run_ab, uses_arms
+from neens.exp.matrix_cli import add_matrix_options, refuse_matrix_flags
 from neens.exp.metrics_cli import register_metrics
 from neens.exp.plateau_cli import add_series_options, register_plateau
+from neens.exp.replay_cli import register_replay
+from neens.exp.sweep_cli import register as register_sweep
 
 
 def _margin(text: str) -> float:
@@ -39,11 +42,17 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run_options(
-    parser: argparse.ArgumentParser, *, concurrency_help: str, resume_help: str
+    parser: argparse.ArgumentParser,
+    *,
+    concurrency_help: str,
+    resume_help: str,
+    spec_nargs: str | None = None,
 ) -> None:
     """The options `exp run` and `exp aa` share: what to run, how much at once, and the
     resume and retries group."""
-    parser.add_argument("spec", metavar="SPEC", help="the experiment spec (spec.json)")
+    parser.add_argument(
+        "spec", metavar="SPEC", nargs=spec_nargs, help="the experiment spec (spec.json)"
+    )
     parser.add_argument(
         "-d",
         "--dataset",
@@ -85,6 +94,9 @@ def _add_run_options(
 
 
 def _run(args: argparse.Namespace) -> int:
+    if uses_arms(args):
+        refuse_matrix_flags(args, with_arms=True)
+        return run_ab(args)
     from neens.exp.run_command import run_command
 
     holder: dict[str, Any] = {}
@@ -194,14 +206,16 @@ def register(subparsers: Any) -> None:
         description=(
             "Run the spec's task on every case of the dataset, TRIALS times each, grade every "
             "answer and save each case-trial as it finishes. Exits 0 when the run finished, "
-            "errored case-trials included (they are counted)."
+            "errored case-trials included (they are counted). With --arm NAME=SPEC twice instead "
+            "of SPEC: two configs as one A/B run, each case in both arms back to back."
         ),
     )
     _add_run_options(
         run,
         concurrency_help="case-trials in flight at once (default 8)",
         resume_help="run only what is left of EXP (default: the newest unfinished run of this "
-        "spec's name)",
+        "spec's name; with --arm, either arm's id)",
+        spec_nargs="?",
     )
     part = run.add_argument_group("partial runs")
     part.add_argument(
@@ -212,7 +226,12 @@ def register(subparsers: Any) -> None:
     )
     part.add_argument("--first-n", type=positive_int, metavar="N", help="only the first N cases")
     part.add_argument("--sample", type=positive_int, metavar="N", help="N cases at random")
-    part.add_argument("--seed", type=int, metavar="S", help="the seed of --sample (default 0)")
+    part.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        help="the seed of --sample, and with --arm of the arms' order (default 0)",
+    )
     seq = run.add_argument_group("retry with feedback")
     seq.add_argument(
         "--seq",
@@ -235,6 +254,7 @@ def register(subparsers: Any) -> None:
         "Enter runs again, q quits",
     )
     add_series_options(run)
+    add_ab_options(run)
     add_matrix_options(run)
     _common(run)
     run.set_defaults(func=_run)
@@ -404,3 +424,5 @@ def register(subparsers: Any) -> None:
     summary.set_defaults(func=_session_summary)
     register_plateau(commands, _common)
     register_metrics(commands)
+    register_replay(commands, _common)
+    register_sweep(commands, _common)

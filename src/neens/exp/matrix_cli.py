@@ -103,11 +103,12 @@ def is_matrix_file(path: Path) -> bool:
     return is_matrix(read_raw(path))
 
 
-def refuse_matrix_flags(args: argparse.Namespace) -> None:
-    """The matrix flags on a spec that is not a matrix: exit 2, naming the flag. A spec that
-    cannot be read is left to `read_spec`, which says why."""
-    if read_raw(Path(args.spec)) is None:
+def refuse_matrix_flags(args: argparse.Namespace, *, with_arms: bool = False) -> None:
+    """The matrix flags on a spec that is not a matrix, or with --arm: exit 2, naming the flag.
+    A spec that cannot be read is left to `read_spec`, which says why."""
+    if not with_arms and read_raw(Path(args.spec)) is None:
         return
+    where = "not with --arm" if with_arms else f"{args.spec} has no matrix or variants"
     for flag, given in (
         ("--plan", args.plan),
         ("--cell", bool(args.cell)),
@@ -115,9 +116,7 @@ def refuse_matrix_flags(args: argparse.Namespace) -> None:
         ("--reuse-max-age", args.reuse_max_age is not None),
     ):
         if given:
-            raise ConfigError(
-                f"{flag}: only with a matrix spec ({args.spec} has no matrix or variants)"
-            )
+            raise ConfigError(f"{flag}: only with a matrix spec ({where})")
 
 
 def _check_flags(args: argparse.Namespace) -> timedelta:

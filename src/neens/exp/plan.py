@@ -234,7 +234,7 @@ def _label(grader: GraderDef, index: int, spec: Spec) -> str:
     return f"graders[{index}]" if index < len(spec.graders) else f"-g {grader.name}"
 
 
-KIND_NAMES = {"run": "a run", "aa": "an A/A run", "regrade": "a regrade"}
+KIND_NAMES = {"run": "a run", "aa": "an A/A run", "ab": "an A/B run", "regrade": "a regrade"}
 
 
 def resume_problems(stored: ExperimentRow, plan: Plan, *, kind: str = "run") -> list[str]:

@@ -627,7 +627,8 @@ class Experiment(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     kind: Mapped[str] = mapped_column(String(20))
-    """"run" for `exp run`, "regrade" for `exp regrade`, "aa" for the two runs of `exp aa`."""
+    """"run" for `exp run`, "regrade" for `exp regrade`, "aa" for the two runs of `exp aa`, "ab"
+    for the two arms of `exp run --arm` (each arm's name and position in `spec["ab"]`)."""
     name: Mapped[str] = mapped_column(String(500))
     spec: Mapped[dict[str, Any]] = mapped_column()
     """The spec as run: its own keys with the command line's datasets, graders and trials."""
@@ -649,7 +650,7 @@ class Experiment(Base):
     source_id: Mapped[str | None] = mapped_column(String(40), default=None)
     """For a regrade: the experiment whose stored outputs it graded again."""
     pair_id: Mapped[str | None] = mapped_column(String(40), default=None)
-    """For an A/A run (`exp aa`): the other run of the pair."""
+    """For an A/A run (`exp aa`) or an A/B arm (`exp run --arm`): the other one of the pair."""
     trials: Mapped[int] = mapped_column(Integer)
     planned: Mapped[int] = mapped_column(Integer)
     """Case-trials planned: cases × trials."""
@@ -778,6 +779,50 @@ class ExperimentSeriesRound(Base):
     """1 for v1, 2 for v2, …, with no gaps."""
     experiment_id: Mapped[str] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ExperimentSweep(Base):
+    """A config race (`neens exp sweep`): its definition, frozen when it starts, and its decision.
+
+    `definition` holds everything the race is made from (the configs and their fingerprints, the
+    dataset, the seeded train/held-out split, the budget and its schedule, the guard suites), so
+    `--resume` replays exactly the same race. `decision` and `adopted` are set once, when it ends:
+    what `--guard prior` reads.
+    """
+
+    __tablename__ = "experiment_sweeps"
+    __table_args__ = (Index(None, "created_at", "id"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(500))
+    """The configs' names, comma-separated, in the order given."""
+    dataset_ref: Mapped[str] = mapped_column(Text)
+    definition: Mapped[dict[str, Any]] = mapped_column()
+    decision: Mapped[str | None] = mapped_column(String(10), default=None)
+    """"adopt" or "keep", once decided."""
+    adopted: Mapped[str | None] = mapped_column(String(200), default=None)
+    """The config adopted (None when the start was kept)."""
+    result: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class ExperimentSweepRun(Base):
+    """An experiment run for a sweep: one config on one round's cases, on the held-out cases,
+    or on a guard suite."""
+
+    __tablename__ = "experiment_sweep_runs"
+    __table_args__ = (UniqueConstraint("sweep_id", "config", "part", "round"),)
+
+    experiment_id: Mapped[str] = mapped_column(
+        ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True
+    )
+    sweep_id: Mapped[str] = mapped_column(ForeignKey("experiment_sweeps.id", ondelete="CASCADE"))
+    config: Mapped[str] = mapped_column(String(200))
+    part: Mapped[str] = mapped_column(String(10))
+    """"race", "heldout" or "guard"."""
+    round: Mapped[int] = mapped_column(Integer)
+    """The race round (0-based), the guard suite's position, 0 for the held-out run."""
 
 
 class ExperimentMatrix(Base):

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from neens.api.errors import validation_error_body
-from neens.api.middleware import unstorable_parameter
+from neens.api.middleware import ErrorEnvelopeMiddleware, unstorable_parameter
 from neens.errors import NeensError
 from neens.web.guard import SIGN_IN, FormRefused, SignInRequired, clear_session_cookie
 from neens.web.render import environment, query, render
@@ -76,6 +76,9 @@ def create_web_app(shared: State) -> FastAPI:
     app.state.templates = environment()
     app.state.signing_keys = {}
     app.add_middleware(UnstorablePageParameters)
+    # Outside the pages' own handlers but inside this app's Starlette fallback, which would
+    # answer plain text: an unexpected failure is logged with an id and answered as a page.
+    app.add_middleware(ErrorEnvelopeMiddleware)
     app.mount("/static", StaticFiles(packages=[("neens.web", "static")]), name="static")
     for module in ROUTERS:
         app.include_router(module.router)

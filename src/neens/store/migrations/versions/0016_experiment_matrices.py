@@ -1,8 +1,8 @@
 """Matrices of experiments (`neens exp run matrix.json`): a matrix run and its cells, each cell
 an experiment of its own.
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-12-03 10:00:00.000000
 """
 
@@ -16,8 +16,8 @@ import neens.store.types
 
 _JSON = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
 
-revision: str = "0015"
-down_revision: str | None = "0014"
+revision: str = "0016"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

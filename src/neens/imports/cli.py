@@ -1,0 +1,204 @@
+"""`neens import inspect|promptfoo|mlflow|openai-evals PATH`: another tool's run as an experiment.
+
+Registered through the `neens.cli` entry point `imports`. Each command reads one file, saves it
+as a finished experiment of the bench (the store `neens exp` uses) and prints its id, so
+`neens exp compare` pairs it with any other run of the same cases. `--json` prints one JSON
+object instead. Bad input exits 2 with one line on stderr naming the problem, before anything
+is saved.
+
+Exit codes: 0 imported; 2 bad input (a file that is not what its format says, a bad flag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from neens_eval.errors import ConfigError
+
+from neens.imports.trial import ImportedRun
+
+
+def _read(args: argparse.Namespace) -> ImportedRun:
+    path = Path(args.path)
+    if not path.exists():
+        raise ConfigError(f"PATH: no such file {path}")
+    if not path.is_file():
+        raise ConfigError(f"PATH: {path} is not a file (give the log or results file itself)")
+    tool = args.import_command
+    if tool == "inspect":
+        from neens.imports.inspect import read_inspect
+
+        return read_inspect(path, allow_partial=args.allow_partial)
+    if tool == "promptfoo":
+        from neens.imports.promptfoo import read_promptfoo
+
+        return read_promptfoo(path, arm=args.arm)
+    if tool == "mlflow":
+        from neens.imports.mlflow import read_mlflow
+
+        return read_mlflow(path, run_id=args.run_id)
+    from neens.imports.openai_evals import read_openai_evals
+
+    samples = Path(args.dataset) if args.dataset else None
+    return read_openai_evals(path, samples=samples)
+
+
+async def _import(args: argparse.Namespace, run: ImportedRun) -> dict[str, Any]:
+    from neens.exp.store import open_store
+    from neens.imports.store import save_import
+
+    async with open_store(args.database_url) as db:
+        saved = await save_import(db, run, Path(args.path), args.name)
+    cases = len({t.case_key for t in run.trials})
+    return {
+        "id": saved.row.id,
+        "name": saved.row.name,
+        "tool": run.tool,
+        "toolVersion": run.tool_version,
+        "runId": run.run_id,
+        "task": run.task,
+        "model": run.model,
+        "cases": cases,
+        "caseTrials": saved.trials,
+        "repeats": run.repeats,
+        "graded": saved.graded,
+        "passed": saved.passed,
+        "passRate": saved.passed / saved.graded if saved.graded else None,
+        "errors": saved.errors,
+        "unknown": run.unknown,
+        "warnings": run.warnings,
+    }
+
+
+def import_command(args: argparse.Namespace) -> int:
+    body: dict[str, Any] | None = None
+    if args.import_command != "openai-evals" or args.path is not None:
+        run = _read(args)
+        body = asyncio.run(_import(args, run))
+    migration = None
+    if args.import_command == "openai-evals" and args.dataset and args.path is None:
+        from neens.imports.migrate import migrate_command
+
+        migration = migrate_command(args)
+    elif args.import_command == "openai-evals" and args.path is None:
+        raise ConfigError("give PATH (a recorder log or hosted export), or --dataset samples.jsonl")
+    if args.json:
+        out: dict[str, Any] = dict(body or {})
+        if migration is not None:
+            out = {"migration": migration} if body is None else {**out, "migration": migration}
+        print(json.dumps(out, ensure_ascii=False, allow_nan=False))
+        return 0
+    if body is not None:
+        _print_import(body)
+    return 0
+
+
+def _print_import(body: dict[str, Any]) -> None:
+    rate = body["passRate"]
+    shown = "no data" if rate is None else f"{rate * 100:.1f}% ({body['passed']}/{body['graded']})"
+    print(f"import {body['id']} {body['name']}  pass {shown}")
+    print(
+        f"{body['caseTrials']} case-trials of {body['cases']} cases, "
+        f"{body['repeats']} repeat{'s' if body['repeats'] != 1 else ''}, "
+        f"{body['errors']} errored"
+    )
+    for field, reason in body["unknown"].items():
+        print(f"unknown {field}: {reason}")
+    for warning in body["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
+def _run(args: argparse.Namespace) -> int:
+    return import_command(args)
+
+
+def _common(parser: argparse.ArgumentParser, *, path_required: bool = True) -> None:
+    if path_required:
+        parser.add_argument("path", metavar="PATH", help="the file to import")
+    parser.add_argument(
+        "--name", metavar="NAME", help="the experiment's name (default: tool:task:model)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="store to use (default: $NEENS_DATABASE_URL, else SQLite at .neens/neens.db)",
+    )
+    parser.set_defaults(func=_run)
+
+
+def register(subparsers: Any) -> None:
+    """Add `import` and its commands to the `neens` command."""
+    parser = subparsers.add_parser(
+        "import",
+        help="import another tool's run (Inspect AI, promptfoo, MLflow, OpenAI Evals) as an "
+        "experiment",
+        description=(
+            "Read another tool's evaluation run and save it as an experiment of the bench, so "
+            "`neens exp compare` pairs it case by case with any other run of the same cases. "
+            "What the format does not record (cost, repeats) is saved as unknown, never 0."
+        ),
+    )
+    commands = parser.add_subparsers(dest="import_command", metavar="TOOL", required=True)
+    add: Callable[..., argparse.ArgumentParser] = commands.add_parser
+
+    inspect = add("inspect", help="an Inspect AI log (.eval or .json)")
+    inspect.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="import a log whose status is not success, or that is invalidated",
+    )
+    _common(inspect)
+
+    promptfoo = add("promptfoo", help="a promptfoo output (-o results.json or .jsonl)")
+    promptfoo.add_argument(
+        "--arm",
+        metavar="NAME",
+        help="the provider (label or id) or prompt label to import, when the file holds several",
+    )
+    _common(promptfoo)
+
+    mlflow = add("mlflow", help="MLflow GenAI evaluation results (result_df exported as JSON)")
+    mlflow.add_argument(
+        "--run-id",
+        metavar="ID",
+        help="keep only assessments of this MLflow run (a trace can carry several runs')",
+    )
+    _common(mlflow)
+
+    openai = add(
+        "openai-evals",
+        help="an OpenAI Evals recorder log or hosted export; or --dataset to migrate samples",
+    )
+    openai.add_argument(
+        "path",
+        metavar="PATH",
+        nargs="?",
+        help="a recorder log (--record_path) or a hosted export (output items)",
+    )
+    openai.add_argument(
+        "--dataset",
+        metavar="SAMPLES",
+        help="the samples JSONL: keys a recorder log's cases by content; alone, migrates the "
+        "samples to a dataset file (see --out)",
+    )
+    openai.add_argument(
+        "--graders",
+        metavar="FILE",
+        help="with --dataset: the eval's graders (registry YAML or hosted eval JSON) to map to "
+        "Neens graders",
+    )
+    openai.add_argument(
+        "--out",
+        metavar="DIR",
+        default=".",
+        help="with --dataset: the project folder to write datasets/NAME.jsonl and "
+        "NAME.graders.json into (default: the current folder)",
+    )
+    _common(openai, path_required=False)
