@@ -285,6 +285,8 @@ def test_cell_runs_only_the_named_cells_and_always_the_baseline(shout: Project) 
     assert "--cell model=huge,prompt=plain: no such cell" in unknown.err
     plain = shout.exp("run", "spec.json", "--cell", "x")
     assert plain.code == 2 and "--cell: only with a matrix spec" in plain.err
+    arms = shout.exp("run", "--arm", "a=spec.json", "--arm", "b=spec.json", "--plan")
+    assert arms.code == 2 and "--plan: only with a matrix spec (not with --arm)" in arms.err
 
 
 def _age(database_url: str, days: float) -> None:
