@@ -15,6 +15,8 @@ store of the project folder (`./.neens/neens.db`) or on PostgreSQL (`NEENS_DATAB
     compare    `exp compare`: two runs read into `neens.domain.exp_compare`, and printed
     run_command  `exp run`
     aa         `exp aa`: one config run twice, interleaved, and its flip rate
+    matrix     a matrix spec (matrix or variants): its cells, JSON Pointers, the interleaved order
+    matrix_cli `exp run matrix.json`: the cells run, compared with the baseline, Holm-adjusted
     sources    the files a run is made from (spec, agent, graders, dataset), and their hashes
     sessions   `exp session`: each run's delta against the previous one, notes, the timeline
     watch      `exp run --watch`: run again (or regrade) when those files change

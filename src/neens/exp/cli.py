@@ -16,6 +16,7 @@ from typing import Any
 from neens_eval.arg_types import count, number, positive_int, seconds
 
 from neens.exp.ab_cli import add_ab_options, run_ab, uses_arms
+from neens.exp.matrix_cli import add_matrix_options, refuse_matrix_flags
 from neens.exp.metrics_cli import register_metrics
 from neens.exp.plateau_cli import add_series_options, register_plateau
 from neens.exp.replay_cli import register_replay
@@ -94,6 +95,7 @@ def _add_run_options(
 
 def _run(args: argparse.Namespace) -> int:
     if uses_arms(args):
+        refuse_matrix_flags(args, with_arms=True)
         return run_ab(args)
     from neens.exp.run_command import run_command
 
@@ -101,6 +103,14 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(run_command(args, holder))
     except KeyboardInterrupt:
+        matrix_id = holder.get("matrix")
+        if matrix_id is not None:
+            print(
+                f"neens: interrupted: the matrix {matrix_id} keeps every finished case-trial; run "
+                f"the same command with --resume {matrix_id} to run only what is left",
+                file=sys.stderr,
+            )
+            return 130
         experiment_id = holder.get("id")
         if experiment_id is None and args.watch:
             return 0  # Ctrl-C between runs ends a watch
@@ -245,6 +255,7 @@ def register(subparsers: Any) -> None:
     )
     add_series_options(run)
     add_ab_options(run)
+    add_matrix_options(run)
     _common(run)
     run.set_defaults(func=_run)
 

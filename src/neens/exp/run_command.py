@@ -84,6 +84,11 @@ class RunDone:
 
 
 async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
+    from neens.exp.matrix_cli import is_matrix_file, matrix_command, refuse_matrix_flags
+
+    if is_matrix_file(Path(args.spec)):
+        return await matrix_command(args, holder)
+    refuse_matrix_flags(args)
     _check_flags(args)
     if args.watch:
         from neens.exp.watch import watch_command

@@ -14,8 +14,13 @@ from collections.abc import Collection, Sequence
 
 
 def table(
-    header: Sequence[str], rows: Sequence[Sequence[str]], *, right: Collection[int] = ()
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    right: Collection[int] = (),
+    rule: bool = True,
 ) -> str:
+    """The table; `rule=False` leaves out the dashes under the header."""
     widths = [len(h) for h in header]
     for row in rows:
         for index, cell in enumerate(row):
@@ -28,6 +33,8 @@ def table(
         ]
         return "  ".join(parts).rstrip()
 
-    out = [line(header), "  ".join("-" * w for w in widths)]
+    out = [line(header)]
+    if rule:
+        out.append("  ".join("-" * w for w in widths))
     out.extend(line(row) for row in rows)
     return "\n".join(out)

@@ -137,13 +137,8 @@ def _row(e: Experiment) -> ExperimentRow:
     )
 
 
-async def create_experiment(db: Database, row: ExperimentRow) -> None:
-    async with db.write() as s:
-        s.add(experiment_model(row))
-
-
 def experiment_model(row: ExperimentRow) -> Experiment:
-    """The table object for a new experiment (for a caller adding it with linked rows)."""
+    """The table object for a new experiment."""
     return Experiment(
         id=row.id,
         kind=row.kind,
@@ -165,6 +160,11 @@ def experiment_model(row: ExperimentRow) -> Experiment:
         source_id=row.source_id,
         pair_id=row.pair_id,
     )
+
+
+async def create_experiment(db: Database, row: ExperimentRow) -> None:
+    async with db.write() as s:
+        s.add(experiment_model(row))
 
 
 async def save_trial(db: Database, experiment_id: str, trial: TrialRow) -> None:

@@ -823,3 +823,42 @@ class ExperimentSweepRun(Base):
     """"race", "heldout" or "guard"."""
     round: Mapped[int] = mapped_column(Integer)
     """The race round (0-based), the guard suite's position, 0 for the held-out run."""
+
+
+class ExperimentMatrix(Base):
+    """A matrix of configs run together (`exp run matrix.json`): its cells, each an experiment
+    of its own, compared with its baseline cell.
+
+    `spec` is the matrix as run, frozen at the start: the spec as written, every cell with the
+    JSON Pointers it sets, the baseline, the chosen cells (--cell), the seed of the interleaved
+    order and the reuse policy. `finished_at` is set once every cell's experiment has finished.
+    """
+
+    __tablename__ = "experiment_matrices"
+    __table_args__ = (Index(None, "name", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(500))
+    spec: Mapped[dict[str, Any]] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class ExperimentMatrixCell(Base):
+    """One cell of a matrix run, and the experiment that holds its case-trials."""
+
+    __tablename__ = "experiment_matrix_cells"
+    __table_args__ = (UniqueConstraint("experiment_id"),)
+
+    matrix_id: Mapped[str] = mapped_column(
+        ForeignKey("experiment_matrices.id", ondelete="CASCADE"), primary_key=True
+    )
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    """The cell's place in the matrix: axes in order, the last one changing fastest."""
+    cell: Mapped[str] = mapped_column(String(500))
+    """Its name: `axis=value,axis=value` in axis order, or the variant's name."""
+    baseline: Mapped[bool] = mapped_column()
+    experiment_id: Mapped[str] = mapped_column(ForeignKey("experiments.id", ondelete="CASCADE"))
+    reused: Mapped[dict[str, Any] | None] = mapped_column(JsonType, default=None)
+    """With --reuse: how many case-trials were copied, from which experiments, and the oldest
+    one's start."""
