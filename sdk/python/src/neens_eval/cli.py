@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import TypeAlias
 
-from neens_eval import __version__, datasets, eval_run, sweep
+from neens_eval import __version__, datasets, eval_run, sweep, verify_cli
 from neens_eval.errors import EXIT_USAGE, NeensClientError
 
 ENTRY_POINT_GROUP = "neens.cli"
@@ -39,6 +39,7 @@ CORE_GROUPS: dict[str, Register] = {
     "datasets": datasets.register,
     "eval": eval_run.register,
     "sweep": sweep.register,
+    "verify": verify_cli.register,
 }
 
 
