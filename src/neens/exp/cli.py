@@ -15,6 +15,7 @@ from typing import Any
 
 from neens_eval.arg_types import count, number, positive_int, seconds
 
+from neens.exp.export_cli import register_export
 from neens.exp.metrics_cli import register_metrics
 from neens.exp.plateau_cli import add_series_options, register_plateau
 
@@ -146,6 +147,12 @@ def _compare(args: argparse.Namespace) -> int:
     from neens.exp.compare import compare_command
 
     return asyncio.run(compare_command(args))
+
+
+def _export(args: argparse.Namespace) -> int:
+    from neens.exp.export import export_command
+
+    return asyncio.run(export_command(args))
 
 
 def _session_new(args: argparse.Namespace) -> int:
@@ -291,6 +298,8 @@ def register(subparsers: Any) -> None:
     )
     _common(compare)
     compare.set_defaults(func=_compare)
+
+    register_export(commands, _export)
 
     aa = commands.add_parser(
         "aa",
