@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.exp.conftest import Project
 
 FLAKY_AGENT = """\
@@ -111,3 +113,18 @@ def test_one_experiment_exports_alone_and_bad_input_is_refused(project: Project)
     unknown = project.exp("export", "nope", "--out", str(project.path / "x"))
     assert unknown.code == 2 and "no such experiment" in unknown.err
     assert not (project.path / "x").exists(), "nothing half-written"
+
+
+def test_with_pyarrow_the_case_trials_are_also_written_as_parquet(project: Project) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    a, b = _runs(project)
+    bundle = project.path / "parquet"
+    assert project.exp("export", b, "--against", a, "--out", str(bundle)).code == 0
+    table = pq.read_table(bundle / "items.parquet").to_pylist()
+    rows = [json.loads(line) for line in (bundle / "items.jsonl").read_text().splitlines()]
+    assert len(table) == len(rows) == 72
+    keep = ("experimentId", "caseId", "trial", "passed", "costUsd", "output")
+    assert [{k: r[k] for k in keep} for r in table] == [{k: r[k] for k in keep} for r in rows]
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert "items.parquet" in {f["path"] for f in manifest["files"]}
+    assert _verify_py(bundle).returncode == 0
