@@ -22,7 +22,16 @@ flaky = set(filter(None, os.environ.get("FLAKY", "").split(",")))
 bad = text in wrong or (text in flaky and os.environ["NEENS_TRIAL"] == "1")
 print("wrong" if bad else text.upper())
 """
-CASES = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(12)]
+KINDS = {0: "bad", 1: "bad", 4: "guard", 5: "control"}
+CASES = [
+    {
+        "id": f"c{i:02d}",
+        "input": f"q{i}",
+        "expected": f"Q{i}",
+        **({"kind": KINDS[i]} if i in KINDS else {}),
+    }
+    for i in range(12)
+]
 
 
 def _runs(project: Project) -> tuple[str, str]:
@@ -80,6 +89,10 @@ def test_an_exported_comparison_verifies_offline_and_fails_when_changed(project:
     assert abs(pass_hat[2] - (9 + 2 * (1 / 3)) / 12) < 1e-15  # C(2,2)/C(3,2) for q4, q5
     assert pass_hat[3] == 9 / 12  # k = trials: the strict share
     assert decision["comparison"]["a"]["id"] == a and decision["comparison"]["b"]["id"] == b
+    kinds = decision["comparison"]["kinds"]
+    assert (kinds["badNotFixed"], kinds["brokenGuards"], kinds["brokenControls"]) == (
+        ["c00"], ["c04"], ["c05"],
+    )  # fmt: skip
     comparison_out = project.exp_json("compare", a, b)
     assert comparison_out["interval"] == decision["comparison"]["interval"], "as exp compare"
     ok = _verify_py(bundle)
@@ -95,12 +108,14 @@ def test_an_exported_comparison_verifies_offline_and_fails_when_changed(project:
 
     decision["comparison"]["interval"]["low"] -= 0.2
     decision["experiments"][1]["passHatK"][1]["estimate"] = 0.9
+    decision["comparison"]["kinds"]["brokenGuards"] = []
     (bundle / "decision.json").write_text(json.dumps(decision))
     _rehash(bundle, "decision.json")
     wrong = _verify_py(bundle)
     assert wrong.returncode == 1
     assert "comparison.interval.low (bootstrap)" in wrong.stderr
     assert f"experiments[{b}].passHatK" in wrong.stderr
+    assert "comparison.kinds" in wrong.stderr
 
 
 def test_one_experiment_exports_alone_and_bad_input_is_refused(project: Project) -> None:

@@ -132,10 +132,11 @@ async def export_command(args: argparse.Namespace) -> int:
     }
     items = [_trial_json(r.id, t) for r in rows for t in trials[r.id]]
     cases: dict[str, dict[str, Any]] = {}
-    for r in rows:
+    for r in rows:  # A, then EXP: a case both ran is kept as EXP ran it, as `exp compare` reads it
         for case in r.cases:
-            cases.setdefault(str(case.get("id")), {"experimentIds": [], **case})
-            cases[str(case.get("id"))]["experimentIds"].append(r.id)
+            ident = str(case.get("id"))
+            ran = [*cases.get(ident, {}).get("experimentIds", []), r.id]
+            cases[ident] = {**case, "experimentIds": ran}
     files = {
         "decision.json": json_bytes(decision),
         "items.jsonl": jsonl_bytes(items),

@@ -22,7 +22,7 @@ It checks, in order, and names every mismatch it finds:
      Wilson interval and pass^k for every k up to its trials; with a comparison, both sides'
      counts, the paired cases, B - A, the McNemar table and exact p-value, P(B > A), the seed
      (derived from the paired outcomes), the exact-McNemar power ceiling, the regressed,
-     improved, gained and lost cases, and the bootstrap interval (see below).
+     improved, gained and lost cases, the case kinds, and the bootstrap interval (see below).
 
 Floats are compared with a relative tolerance of 1e-9: the server computes some of them with
 statsmodels or NumPy, this file with the closed forms below, and the two differ in the last
@@ -35,7 +35,8 @@ Python's `random`) and accepts the stored ends when they lie within max(0.0125, 
 its own (n paired cases): the spread of two honest 10,000-resample draws is below one lattice
 step 1/n of a mean of n cases plus Monte Carlo error. It checks the verdict the interval gives
 exactly. What is not re-derived here, and why: the exact minimum detectable effect (a planning
-figure that needs a numerical search; the ceiling it rests on is checked).
+figure that needs a numerical search; the ceiling it rests on is checked), and the A/A flip rate
+that floors it (`aa`: it comes from two other experiments, which are not in the bundle).
 
 Exit codes: 0 every check passed; 1 a file or a number does not match (each one named on
 standard error); 2 the bundle cannot be read (a file missing or not what it should be).
@@ -789,8 +790,53 @@ def _default_seed(cases: list[list[Any]]) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
+def _check_kinds(
+    stored: Any, cases: list[list[Any]], kinds_of: dict[str, str], checks: Checks
+) -> None:
+    """The paired cases by kind (the cases' `kind`): mean pass rates, and the bad cases B
+    still fails and the guard and control cases that passed in A and fail in B."""
+    by_kind: dict[str, list[list[Any]]] = {}
+    for row in cases:
+        if row[0] in kinds_of:
+            by_kind.setdefault(kinds_of[row[0]], []).append(row)
+    if not by_kind:
+        checks.equal("comparison.kinds", None, stored)
+        return
+    expected = {
+        "rows": [
+            {
+                "kind": kind,
+                "cases": len(group),
+                "aRate": sum(ap / ag for _, ap, ag, _, _ in group) / len(group),
+                "bRate": sum(bp / bg for _, _, _, bp, bg in group) / len(group),
+            }
+            for kind, group in sorted(by_kind.items())
+        ],
+        "badNotFixed": [r[0] for r in by_kind.get("bad", []) if r[3] != r[4]],
+        "brokenGuards": [r[0] for r in by_kind.get("guard", []) if r[1] == r[2] and r[3] != r[4]],
+        "brokenControls": [
+            r[0] for r in by_kind.get("control", []) if r[1] == r[2] and r[3] != r[4]
+        ],
+    }
+    checks.equal("comparison.kinds", expected, stored)
+
+
+def _kinds(root: Path) -> dict[str, str]:
+    """Each case's kind, from cases.jsonl (a kind that is an object or a list is none)."""
+    found = {}
+    for case in _load_jsonl(root / "cases.jsonl"):
+        kind = case.get("kind")
+        if kind is not None and not isinstance(kind, dict | list):
+            found[str(case.get("id"))] = str(kind)
+    return found
+
+
 def _check_comparison(
-    comparison: dict[str, Any], a: dict[str, Any], b: dict[str, Any], checks: Checks
+    comparison: dict[str, Any],
+    a: dict[str, Any],
+    b: dict[str, Any],
+    checks: Checks,
+    kinds_of: dict[str, str] | None = None,
 ) -> None:
     where = "comparison"
     for label, side in (("a", a), ("b", b)):
@@ -885,6 +931,9 @@ def _check_comparison(
     checks.equal(f"{where}.gained", gained if multi else None, comparison.get("gained"))
     checks.equal(f"{where}.lost", lost if multi else None, comparison.get("lost"))
 
+    if kinds_of is not None:
+        _check_kinds(comparison.get("kinds"), cases, kinds_of, checks)
+
     power = comparison.get("power")
     q = (n10 + n01) / n if n else 0.0
     if n and q > 0:
@@ -954,7 +1003,7 @@ def verify_experiment(root: Path, decision: dict[str, Any], checks: Checks) -> N
         b_id = str((comparison.get("b") or {}).get("id"))
         if a_id not in sides or b_id not in sides:
             raise Unreadable("decision.json compares an experiment it does not summarise")
-        _check_comparison(comparison, sides[a_id], sides[b_id], checks)
+        _check_comparison(comparison, sides[a_id], sides[b_id], checks, _kinds(root))
 
 
 # --- main -----------------------------------------------------------------------------------------
