@@ -38,6 +38,7 @@ def _session_commands() -> dict[str, argparse.ArgumentParser]:
         "session new",
         "session note",
         "session summary",
+        "export",
     ],
 )
 def test_every_flag_is_documented(command: str) -> None:

@@ -638,7 +638,7 @@ def test_every_flag_of_every_sweep_command_is_documented() -> None:
     verbs = next(
         action for action in group._actions if isinstance(action, argparse._SubParsersAction)
     ).choices
-    assert set(verbs) == {"preview", "start", "get", "cancel", "decide"}
+    assert set(verbs) == {"preview", "start", "get", "cancel", "decide", "export"}
     for verb, verb_parser in verbs.items():
         assert f"### `neens sweep {verb}`" in section
         for action in verb_parser._actions:

@@ -350,7 +350,7 @@ def test_each_arm_shows_rate_n_interval_flaky_and_what_it_saves_against_the_base
             wilsonHigh=0.975, costPerCaseUsd=0.00027)]  # fmt: skip
     cells = rows(decision_report(comparison(arms=arms), URL))
     assert cells["mini"] == [
-        "2", "mini", "92.5%", "40", "80%–97.5%", "2", "point", "only", "$0.00027", "cost",
+        "2", "mini", "92.5%", "40", "80%–97.5%", "-", "2", "point", "only", "$0.00027", "cost",
         "-84.6%,", "2", "regressions,", "1", "new", "pass",
     ]  # fmt: skip
     assert cells["incumbent"][-1] == "baseline"
@@ -418,8 +418,8 @@ def test_a_void_sweep_shows_its_reason_and_each_arms_own_numbers_but_no_comparis
     for words in ("vs baseline", "clears bar", "regression", "Leaderboard", "rank  "):
         assert words not in text
     header = next(line.split() for line in text.splitlines() if line.startswith("    arm "))
-    assert header == ["arm", "status", "rate", "n", "95%", "interval", "flaky", "cost", "per",
-                      "case"]  # fmt: skip
+    assert header == ["arm", "status", "rate", "n", "95%", "interval", "pass^k", "flaky", "cost",
+                      "per", "case"]  # fmt: skip
     own = [line.split() for line in text.splitlines() if line.startswith("    mini ")]
     assert own and own[0][:4] == ["mini", "completed", "95%", "40"]
 

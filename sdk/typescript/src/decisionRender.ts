@@ -65,14 +65,14 @@ export function decisionReport(comparison: Json, url: string): string {
 function block(group: Json, bar: number | null, comparable: boolean, indent: string): string[] {
   const ordered = comparable ? inServerOrder(group) : armsOf(group);
   const header = comparable
-    ? ["rank", "arm", "rate", "n", "95% interval", "flaky", "clears bar", "cost per case", "vs baseline"]
-    : ["arm", "status", "rate", "n", "95% interval", "flaky", "cost per case"];
+    ? ["rank", "arm", "rate", "n", "95% interval", "pass^k", "flaky", "clears bar", "cost per case", "vs baseline"]
+    : ["arm", "status", "rate", "n", "95% interval", "pass^k", "flaky", "cost per case"];
   const title = comparable ? "Leaderboard (the server's ranking, best first; arms it did not rank last):" : "Arms (not ranked):";
   const table = [header];
   const notes: string[] = [];
   for (const arm of ordered) {
     const label = str(arm["label"]) + (arm["isBaseline"] ? " (baseline)" : "");
-    const own = [rate(arm["rate"], bar), str(arm["n"]), interval(arm, bar), str(arm["flakyItems"])];
+    const own = [rate(arm["rate"], bar), str(arm["n"]), interval(arm, bar), passHatK(arm), str(arm["flakyItems"])];
     if (comparable) {
       const rank = arm["rank"];
       table.push([typeof rank === "number" && Number.isInteger(rank) ? String(rank) : "-", label, ...own, clears(arm), cost(arm), versus(arm)]);
@@ -84,6 +84,10 @@ function block(group: Json, bar: number | null, comparable: boolean, indent: str
   const widths = header.map((_, i) => Math.max(...table.map((row) => (row[i] as string).length)));
   const lines = [`${indent}${title}`];
   for (const row of table) lines.push(`${indent}  ${row.map((cell, i) => cell.padEnd(widths[i] as number)).join("  ")}`.trimEnd());
+  lines.push(
+    `${indent}  rate: items that passed every scored repeat (strict); pass^k: unbiased ` +
+      "C(c,k)/C(n,k) over the items with k scored repeats (of how many)",
+  );
   lines.push(...notes.map((note) => `${indent}  - ${note}`));
   return lines;
 }
@@ -132,6 +136,13 @@ function interval(arm: Json, bar: number | null): string {
   const high = arm["wilsonHigh"];
   if (typeof low !== "number" || typeof high !== "number") return "-";
   return `${pct(low, bar)}–${pct(high, bar)}`;
+}
+
+/** The unbiased pass^k with its denominator; "no data" when no item has k scored repeats. */
+function passHatK(arm: Json): string {
+  if (!("passHatK" in arm)) return "-";
+  const value = arm["passHatK"];
+  return typeof value === "number" ? `${pct(value, null)} (${str(arm["passHatKItems"])})` : "no data";
 }
 
 function clears(arm: Json): string {

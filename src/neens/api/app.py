@@ -44,6 +44,7 @@ from neens.api.routers import (
     share_links,
     stress_test_suites,
     sweep_decisions,
+    sweep_evidence,
     traces,
 )
 from neens.domain.pricing import load_price_table
@@ -73,6 +74,7 @@ ROUTERS = (
     preprod_compare,
     model_sweeps,
     sweep_decisions,
+    sweep_evidence,
     share_links,
     failure_modes,
     stress_test_suites,

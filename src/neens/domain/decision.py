@@ -14,6 +14,9 @@ Each rule exists because the alternative is a number that reads like a fact and 
   among its scored repeats is *flaky*: counted in `flaky_items` and not a pass (it stays in n as
   a failure). `n` is the items with at least one scored repeat; an item nothing scored is not in
   n, and `rate` is None when n = 0: no data, never 0%.
+- **pass^k is estimated without bias.** Beside the strict `rate`, each arm reports the unbiased
+  pass^k at its k, C(c, k) / C(n, k) averaged over the items with at least k scored repeats
+  (`neens.domain.pass_k`), never the biased (c/n)^k.
 - **Intervals are over items.** The 95% Wilson interval (`neens.domain.stats.wilson_interval`)
   is computed on passed items of n items, never on pooled repeats: the k answers to one prompt
   are one cluster, not k trials.
@@ -107,6 +110,7 @@ from neens.domain.decision_verdict import (
     _scoped,
     _verdict,
 )
+from neens.domain.pass_k import case_pass_hat_k
 from neens.domain.stats import Interval, mcnemar_exact, mean, proportion, wilson_interval
 from neens.domain.sweeps import ARM_TERMINAL
 from neens.errors import Unprocessable
@@ -157,6 +161,8 @@ class _Counts:
     c: int = 0
     n11: int = 0
     n00: int = 0
+    pass_hat_k: list[float] = field(default_factory=list)
+    """Per item with at least k scored repeats: its unbiased pass^k, C(c, k) / C(n, k)."""
 
 
 def compare_sweep(
@@ -279,6 +285,10 @@ class _Evidence:
     """Per priced answer: its item's position."""
     cost: _Floats
     """Per priced answer: its cost."""
+    scored_n: _Ints
+    """Per item: scored repeats."""
+    hits_n: _Ints
+    """Per item: scored repeats that passed."""
 
     @classmethod
     def of(cls, arm: ArmEvidence, index: Mapping[str, int]) -> _Evidence:
@@ -330,6 +340,8 @@ class _Evidence:
             verdicts,
             cost_item,
             table[priced],
+            scored_n,
+            hits_n,
         )
 
 
@@ -456,6 +468,18 @@ def _count(
             np.bincount(group, weights=arm.cases, minlength=groups).astype(np.int64).tolist()
         )
         costs = _costs_by_group(arm.cost, group[arm.cost_item], groups)
+        k = arm.arm.runs
+        eligible = np.flatnonzero(arm.scored_n >= k) if k >= 1 else np.zeros(0, np.intp)
+        estimates = np.asarray(
+            [
+                case_pass_hat_k(c, n, k)
+                for c, n in zip(
+                    arm.hits_n[eligible].tolist(), arm.scored_n[eligible].tolist(), strict=True
+                )
+            ],
+            dtype=np.float64,
+        )
+        pass_hat = _costs_by_group(estimates, group[eligible], groups)
         out.append(
             [
                 _Counts(
@@ -470,6 +494,7 @@ def _count(
                     c=c[g],
                     n11=n11[g],
                     n00=n00[g],
+                    pass_hat_k=pass_hat[g],
                 )
                 for g in range(groups)
             ]
@@ -502,6 +527,7 @@ def _sum_counts(counts: Sequence[_Counts]) -> _Counts:
         c=sum(part.c for part in counts),
         n11=sum(part.n11 for part in counts),
         n00=sum(part.n00 for part in counts),
+        pass_hat_k=[value for part in counts for value in part.pass_hat_k],
     )
 
 
@@ -585,6 +611,8 @@ def _judge(
                 passed_items=part.passed,
                 flaky_items=part.flaky,
                 rate=rates[j],
+                pass_hat_k=mean(part.pass_hat_k),
+                pass_hat_k_items=len(part.pass_hat_k),
                 wilson_low=interval.low if interval else None,
                 wilson_high=interval.high if interval else None,
                 cases=part.cases,

@@ -286,7 +286,15 @@ class ArmComparison:
     flaky_items: int
     """Items with both passed and failed scored repeats: in n, not passes."""
     rate: float | None
-    """passed_items / n; None when n = 0 (no data, never 0%)."""
+    """passed_items / n; None when n = 0 (no data, never 0%). The strict rate: an item counts
+    only when every scored repeat passed, however many it had."""
+    pass_hat_k: float | None
+    """The unbiased pass^k at this arm's k: the mean over items with at least k scored repeats
+    of C(c, k) / C(n, k) (`neens.domain.pass_k`), never the biased (c/n)^k; None when no item
+    has k scored repeats. Beside `rate`, not instead of it: items scored fewer than k times are
+    in `rate` and left out here."""
+    pass_hat_k_items: int
+    """Items with at least k scored repeats: pass_hat_k's denominator."""
     wilson_low: float | None
     wilson_high: float | None
     """The 95% Wilson interval over items; None when n = 0."""

@@ -17,6 +17,7 @@ from neens_eval.arg_types import count, number, positive_int, seconds
 
 from neens.exp.ab_cli import add_ab_options, run_ab, uses_arms
 from neens.exp.matrix_cli import add_matrix_options, refuse_matrix_flags
+from neens.exp.export_cli import register_export
 from neens.exp.metrics_cli import register_metrics
 from neens.exp.plateau_cli import add_series_options, register_plateau
 from neens.exp.replay_cli import register_replay
@@ -167,6 +168,12 @@ def _compare(args: argparse.Namespace) -> int:
     from neens.exp.compare import compare_command
 
     return asyncio.run(compare_command(args))
+
+
+def _export(args: argparse.Namespace) -> int:
+    from neens.exp.export import export_command
+
+    return asyncio.run(export_command(args))
 
 
 def _session_new(args: argparse.Namespace) -> int:
@@ -321,6 +328,8 @@ def register(subparsers: Any) -> None:
     )
     _common(compare)
     compare.set_defaults(func=_compare)
+
+    register_export(commands, _export)
 
     aa = commands.add_parser(
         "aa",

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import TypeAlias
 
-from neens_eval import __version__, datasets, eval_run, sweep
+from neens_eval import __version__, datasets, eval_run, sweep, verify_cli
 from neens_eval.errors import EXIT_USAGE, NeensClientError
 
 EXIT_BROKEN_PIPE = 141
@@ -43,6 +43,7 @@ CORE_GROUPS: dict[str, Register] = {
     "datasets": datasets.register,
     "eval": eval_run.register,
     "sweep": sweep.register,
+    "verify": verify_cli.register,
 }
 
 

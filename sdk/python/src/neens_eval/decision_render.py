@@ -177,12 +177,12 @@ def _block(
     ordered = _in_server_order(block) if comparable else _arms(block)
     if comparable:
         header: tuple[str, ...] = (
-            "rank", "arm", "rate", "n", "95% interval", "flaky", "clears bar", "cost per case",
-            "vs baseline",
+            "rank", "arm", "rate", "n", "95% interval", "pass^k", "flaky", "clears bar",
+            "cost per case", "vs baseline",
         )  # fmt: skip
         title = "Leaderboard (the server's ranking, best first; arms it did not rank last):"
     else:
-        header = ("arm", "status", "rate", "n", "95% interval", "flaky", "cost per case")
+        header = ("arm", "status", "rate", "n", "95% interval", "pass^k", "flaky", "cost per case")
         title = "Arms (not ranked):"
     table = [header]
     notes: list[str] = []
@@ -192,6 +192,7 @@ def _block(
             _rate(arm.get("rate"), bar),
             str(arm.get("n")),
             _interval(arm, bar),
+            _pass_hat_k(arm),
             str(arm.get("flakyItems")),
         ]
         if comparable:
@@ -214,6 +215,10 @@ def _block(
     for row in table:
         cells = [c.ljust(w) for c, w in zip(row, widths, strict=True)]
         lines.append((indent + "  " + "  ".join(cells)).rstrip())
+    lines.append(
+        f"{indent}  rate: items that passed every scored repeat (strict); pass^k: unbiased "
+        "C(c,k)/C(n,k) over the items with k scored repeats (of how many)"
+    )
     lines += [f"{indent}  - {note}" for note in notes]
     return lines
 
@@ -273,6 +278,17 @@ def _interval(arm: Mapping[str, Any], bar: float | None) -> str:
     if not isinstance(low, int | float) or not isinstance(high, int | float):
         return "-"
     return f"{pct(float(low), bar)}–{pct(float(high), bar)}"
+
+
+def _pass_hat_k(arm: Mapping[str, Any]) -> str:
+    """The unbiased pass^k with its denominator, "no data" when no item has k scored repeats,
+    "-" from a server that does not report it."""
+    value, items = arm.get("passHatK"), arm.get("passHatKItems")
+    if "passHatK" not in arm:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "no data"
+    return f"{pct(float(value))} ({items})"
 
 
 def _clears(arm: Mapping[str, Any]) -> str:

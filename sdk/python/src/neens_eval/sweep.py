@@ -50,11 +50,15 @@ RETRY_NOTICE_EVERY_S = 10.0
 
 
 def register(subparsers: Subparsers) -> None:
-    """Add the `sweep` group with its `preview`, `start`, `get`, `cancel` and `decide` commands."""
-    add_commands(
+    """Add the `sweep` group with its `preview`, `start`, `get`, `cancel`, `decide` and `export`
+    commands."""
+    from neens_eval.sweep_export import add_export  # here: it imports this module
+
+    commands = add_commands(
         subparsers, preview=preview_command, start=start_command, get=get_command,
         cancel=cancel_command, decide=decide_command,
     )  # fmt: skip
+    add_export(commands)
 
 
 def preview_command(args: argparse.Namespace) -> int:

@@ -92,8 +92,9 @@ def add_commands(
     get: Callable[[argparse.Namespace], int],
     cancel: Callable[[argparse.Namespace], int],
     decide: Callable[[argparse.Namespace], int],
-) -> None:
-    """Add the `sweep` group and its five commands, carried out by the given handlers."""
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """Add the `sweep` group and its five commands, carried out by the given handlers; returns
+    the group's commands, for the commands other modules add."""
     group = subparsers.add_parser(
         "sweep",
         help="compare models: one golden dataset against several agent endpoints, k runs each",
@@ -210,6 +211,7 @@ def add_commands(
     )
     _add_output(decide_parser, waits=True, require="winner")
     decide_parser.set_defaults(func=decide)
+    return commands
 
 
 def _add_definition(parser: argparse.ArgumentParser, *, creating: bool) -> None:

@@ -44,6 +44,8 @@ def _arm(arm: ArmComparison) -> ArmComparisonOut:
         passed_items=arm.passed_items,
         flaky_items=arm.flaky_items,
         rate=arm.rate,
+        pass_hat_k=arm.pass_hat_k,
+        pass_hat_k_items=arm.pass_hat_k_items,
         wilson_low=arm.wilson_low,
         wilson_high=arm.wilson_high,
         cases=arm.cases,

@@ -39,7 +39,15 @@ class ArmComparisonOut(ResponseBody):
     flaky_items: int = Field(
         description="Items with passed and failed repeats: in n, never counted as passes."
     )
-    rate: float | None = Field(description="passedItems / n; null: no data (never 0%).")
+    rate: float | None = Field(
+        description="passedItems / n, the strict rate (an item counts only when every scored "
+        "repeat passed); null: no data (never 0%)."
+    )
+    pass_hat_k: float | None = Field(
+        description="Unbiased pass^k at this arm's k: the mean over items with at least k scored "
+        "repeats of C(c,k)/C(n,k), never (c/n)^k; null when no item has k scored repeats."
+    )
+    pass_hat_k_items: int = Field(description="Items with at least k scored repeats.")
     wilson_low: float | None = Field(description="95% Wilson interval over items, low end.")
     wilson_high: float | None = Field(description="95% Wilson interval over items, high end.")
     cases: int = Field(description="Captured answers (sessions).")
