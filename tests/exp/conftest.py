@@ -25,6 +25,8 @@ if text in set(filter(None, os.environ.get("HANG", "").split(","))):
     time.sleep(60)
 time.sleep(float(os.environ.get("SLEEP", "0")))
 log = os.environ.get("LOG")
+if log and os.path.exists(log) and sum(1 for _ in open(log)) >= int(os.environ.get("HANG_AFTER", "1000000")):
+    time.sleep(60)  # HANG_AFTER=N: every call after the first N logged ones hangs
 if log:
     with open(log, "a") as f:
         f.write(json.dumps({"input": text, "id": os.environ["NEENS_ITEM_ID"],
@@ -94,7 +96,7 @@ def project(
     monkeypatch.setenv("NEENS_DATABASE_URL", database_url)
     (tmp_path / "datasets").mkdir()
     (tmp_path / "agent.py").write_text(AGENT)
-    for name in ("WRONG", "CRASH", "HANG", "SLEEP", "LOG"):
+    for name in ("WRONG", "CRASH", "HANG", "HANG_AFTER", "SLEEP", "LOG"):
         monkeypatch.delenv(name, raising=False)
 
     def run(*args: str) -> Result:

@@ -146,11 +146,18 @@ def test_an_aa_pair_killed_with_sigkill_resumes_exactly_the_missing_case_trials(
             "env": {"SLEEP": "0.15", "WRONG": "case 3,case 7", "LOG": str(log)},
         }
     )
-    env = {**os.environ, "NEENS_DATABASE_URL": database_url}
+    # Calls after the eighth hang (set for the agent only, so the resume runs the same spec
+    # without it): the kill lands mid-pair however slow the machine.
+    env = {**os.environ, "NEENS_DATABASE_URL": database_url, "HANG_AFTER": "8"}
     command = [sys.executable, "-m", "neens_eval", "exp", "aa", "spec.json", "--trials", "2"]
     command += ["--concurrency", "2", "--seed", "7"]
     process = subprocess.Popen(
-        command, cwd=project.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        command,
+        cwd=project.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     ids: list[str] = []
     deadline = time.monotonic() + 60
@@ -162,7 +169,7 @@ def test_an_aa_pair_killed_with_sigkill_resumes_exactly_the_missing_case_trials(
                 break
             time.sleep(0.05)
         assert ids, "the A/A pair saved nothing in time"
-        process.send_signal(signal.SIGKILL)
+        os.killpg(process.pid, signal.SIGKILL)  # the pair and its hanging agents, as kill -9
     finally:
         process.wait(timeout=30)
         assert process.stdout is not None and process.stderr is not None

@@ -38,6 +38,8 @@ text = sys.stdin.read()
 time.sleep(float(os.environ.get("SLEEP", "0")))
 model, prompt = os.environ["MODEL"], os.environ["PROMPT"]
 log = os.environ.get("LOG")
+if log and os.path.exists(log) and sum(1 for _ in open(log)) >= int(os.environ.get("HANG_AFTER", "1000000")):
+    time.sleep(60)  # HANG_AFTER=N: every call after the first N logged ones hangs
 if log:
     with open(log, "a") as f:
         f.write(json.dumps({"input": text, "model": model, "prompt": prompt,
@@ -482,7 +484,9 @@ def test_ctrl_c_keeps_a_matrixs_finished_case_trials_and_resume_runs_the_rest(
     spec = _matrix(shout)
     spec["task"]["env"]["SLEEP"] = "0.3"
     (shout.path / "matrix.json").write_text(json.dumps(spec))
-    env = {**os.environ, "NEENS_DATABASE_URL": database_url}
+    # Calls after the third hang (set for the agent only), so Ctrl-C lands mid-matrix however
+    # slow the machine; the resume below runs without it.
+    env = {**os.environ, "NEENS_DATABASE_URL": database_url, "HANG_AFTER": "3"}
     process = subprocess.Popen(
         [sys.executable, "-m", "neens_eval", "exp", "run", "matrix.json", "--concurrency", "2"],
         cwd=shout.path,

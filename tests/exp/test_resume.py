@@ -261,7 +261,10 @@ def test_ctrl_c_keeps_the_finished_case_trials_and_says_how_to_resume(
     project.write_spec(
         task={"kind": "command", "command": f"{sys.executable} agent.py", "env": {"SLEEP": "0.2"}}
     )
-    env = {**os.environ, "NEENS_DATABASE_URL": database_url}
+    # Cases after the second hang (for the agent only), so Ctrl-C lands mid-run however slow
+    # the machine; the resume below runs without it.
+    hang = ",".join(f"case {i}" for i in range(2, len(MANY)))
+    env = {**os.environ, "NEENS_DATABASE_URL": database_url, "HANG": hang}
     process = subprocess.Popen(
         [sys.executable, "-m", "neens_eval", "exp", "run", "spec.json", "--concurrency", "2"],
         cwd=project.path,
