@@ -25,8 +25,9 @@ if text in set(filter(None, os.environ.get("HANG", "").split(","))):
     time.sleep(60)
 time.sleep(float(os.environ.get("SLEEP", "0")))
 log = os.environ.get("LOG")
-if log and os.path.exists(log) and sum(1 for _ in open(log)) >= int(os.environ.get("HANG_AFTER", "1000000")):
-    time.sleep(60)  # HANG_AFTER=N: every call after the first N logged ones hangs
+hang_after = int(os.environ.get("HANG_AFTER", "-1"))  # N: calls after the first N logged hang
+if log and hang_after >= 0 and os.path.exists(log) and sum(1 for _ in open(log)) >= hang_after:
+    time.sleep(60)
 if log:
     with open(log, "a") as f:
         f.write(json.dumps({"input": text, "id": os.environ["NEENS_ITEM_ID"],

@@ -38,8 +38,9 @@ text = sys.stdin.read()
 time.sleep(float(os.environ.get("SLEEP", "0")))
 model, prompt = os.environ["MODEL"], os.environ["PROMPT"]
 log = os.environ.get("LOG")
-if log and os.path.exists(log) and sum(1 for _ in open(log)) >= int(os.environ.get("HANG_AFTER", "1000000")):
-    time.sleep(60)  # HANG_AFTER=N: every call after the first N logged ones hangs
+hang_after = int(os.environ.get("HANG_AFTER", "-1"))  # N: calls after the first N logged hang
+if log and hang_after >= 0 and os.path.exists(log) and sum(1 for _ in open(log)) >= hang_after:
+    time.sleep(60)
 if log:
     with open(log, "a") as f:
         f.write(json.dumps({"input": text, "model": model, "prompt": prompt,
