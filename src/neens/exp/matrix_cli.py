@@ -34,9 +34,9 @@ from neens.domain.exp_compare import Side, compare
 from neens.domain.exp_matrix import HOLM_METHOD, CellResult, judge_cells
 from neens.exp.compare import load_side, pp_text, rate_text
 from neens.exp.matrix import Cell, MatrixSpec, interleaved, is_matrix, read_matrix, read_raw
-from neens.exp.plan import Plan, Selection, make_plan, resume_problems
+from neens.exp.plan import Plan, make_plan, resume_problems
 from neens.exp.progress import RunProgress
-from neens.exp.run_command import new_experiment_id, task_headers
+from neens.exp.run_command import new_experiment_id, selection_of, task_headers
 from neens.exp.runner import Caller, RunLimits, run_trials
 from neens.exp.store import open_store
 from neens.exp.table import table
@@ -168,12 +168,7 @@ def chosen_cells(matrix: MatrixSpec, wanted: list[str]) -> list[Cell]:
 async def _cell_plans(
     db: Database, args: argparse.Namespace, cwd: Path, cells: list[Cell]
 ) -> list[Plan]:
-    selection = Selection(
-        cases=tuple(dict.fromkeys(args.case)),
-        first_n=args.first_n,
-        sample=args.sample,
-        seed=(args.seed if args.seed is not None else 0) if args.sample else None,
-    )
+    selection = selection_of(args)
     plans = []
     for cell in cells:
         try:
