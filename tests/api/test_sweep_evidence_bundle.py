@@ -7,8 +7,6 @@ with its key and fails when tampered with or checked with another key."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from tests.api.test_sweep_decisions import AGENTS, USAGE, chat, sweep_of
 from tests.api.test_sweeps import RIGHT, run_counter
+from tests.support.bundles import rehash, verify_py
 from tests.support.preprod import auth
 
 
@@ -58,30 +57,6 @@ def _export(
         monkeypatch.setenv("NEENS_BASE_URL", fake.url)
         monkeypatch.setenv("NEENS_API_KEY", "nk_live_test")
         return cli.main(["sweep", "export", sweep_id, "--out", str(out), *extra])
-
-
-def _verify_py(bundle: Path) -> subprocess.CompletedProcess[str]:
-    """The bundle's own verify.py, isolated from this environment (`python -I`)."""
-    return subprocess.run(
-        [sys.executable, "-I", str(bundle / "verify.py")],
-        cwd=bundle,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-def _rehash(bundle: Path, name: str) -> None:
-    """Make the manifest agree with a changed file, as a forger would."""
-    import hashlib
-
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    for entry in manifest["files"]:
-        if entry["path"] == name:
-            data = (bundle / name).read_bytes()
-            entry["sha256"], entry["bytes"] = hashlib.sha256(data).hexdigest(), len(data)
-    (bundle / "manifest.json").write_text(json.dumps(manifest))
 
 
 async def test_an_exported_sweep_verifies_offline_and_any_changed_byte_or_number_fails_it(
@@ -122,7 +97,7 @@ async def test_an_exported_sweep_verifies_offline_and_any_changed_byte_or_number
         "cases.jsonl", "decision.json", "items.jsonl", "manifest.json", "sweep.json", "verify.py",
     }  # fmt: skip
     assert json.loads((bundle / "decision.json").read_text()) == comparison, "as served"
-    ok = _verify_py(bundle)
+    ok = verify_py(bundle)
     assert ok.returncode == 0, ok.stderr
     assert "OK" in ok.stdout
 
@@ -132,11 +107,11 @@ async def test_an_exported_sweep_verifies_offline_and_any_changed_byte_or_number
         changed = bytearray(original)
         changed[position] ^= 0x01
         (bundle / "items.jsonl").write_bytes(bytes(changed))
-        failed = _verify_py(bundle)
+        failed = verify_py(bundle)
         assert failed.returncode != 0, position
         assert "items.jsonl" in failed.stderr
     (bundle / "items.jsonl").write_bytes(original)
-    assert _verify_py(bundle).returncode == 0
+    assert verify_py(bundle).returncode == 0
 
     # A verdict flipped in the answers, with the manifest forged to match: the numbers fail.
     rows = [json.loads(line) for line in original.decode().splitlines()]
@@ -147,20 +122,20 @@ async def test_an_exported_sweep_verifies_offline_and_any_changed_byte_or_number
     flipped = next(r for r in mine if r["itemId"] == clean)
     flipped["passed"] = False  # an item passed on every run becomes flaky
     (bundle / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    _rehash(bundle, "items.jsonl")
-    forged = _verify_py(bundle)
+    rehash(bundle, "items.jsonl")
+    forged = verify_py(bundle)
     assert forged.returncode == 1
     assert "arms[mini].passedItems" in forged.stderr or "arms[mini].flakyItems" in forged.stderr
     (bundle / "items.jsonl").write_bytes(original)
-    _rehash(bundle, "items.jsonl")
+    rehash(bundle, "items.jsonl")
 
     # A number of the decision changed, manifest forged to match: named, and it fails.
     decision = json.loads((bundle / "decision.json").read_text())
     decision["arms"][1]["wilsonLow"] += 0.01
     decision["verdict"]["savingsUsd"] = 0
     (bundle / "decision.json").write_text(json.dumps(decision))
-    _rehash(bundle, "decision.json")
-    wrong = _verify_py(bundle)
+    rehash(bundle, "decision.json")
+    wrong = verify_py(bundle)
     assert wrong.returncode == 1
     assert "decision.arms[mini].wilsonLow" in wrong.stderr
     assert "decision.verdict.savingsUsd" in wrong.stderr
@@ -195,13 +170,13 @@ async def test_a_void_sweeps_bundle_holds_its_void_and_no_ranking(
     assert decision["comparable"] is False and decision["leaderboard"] == []
     assert decision["winnerArmId"] is None and decision["frontier"] is None
     assert all(arm["rank"] is None for arm in decision["arms"])
-    assert _verify_py(bundle).returncode == 0
+    assert verify_py(bundle).returncode == 0
 
     # A ranking slipped into a void bundle is caught.
     decision["leaderboard"] = [decision["arms"][0]["armId"]]
     (bundle / "decision.json").write_text(json.dumps(decision))
-    _rehash(bundle, "decision.json")
-    ranked = _verify_py(bundle)
+    rehash(bundle, "decision.json")
+    ranked = verify_py(bundle)
     assert ranked.returncode == 1 and "void" in ranked.stderr
 
 
@@ -240,12 +215,12 @@ async def test_a_signed_bundle_verifies_with_its_key_and_fails_tampered_or_with_
     assert cli.main(["verify", str(bundle), "--key", str(keys / "signing.pub.pem")]) == 0
     assert cli.main(["verify", str(bundle)]) == 0, "without a key: the Statement and numbers"
     assert cli.main(["verify", str(bundle), "--key", str(keys / "other.pub.pem")]) == 1
-    assert _verify_py(bundle).returncode == 0
+    assert verify_py(bundle).returncode == 0
 
     # Tampered, manifest forged to match: verify.py alone cannot tell, the signature can.
     rows = (bundle / "cases.jsonl").read_text().replace("question 0", "question X")
     (bundle / "cases.jsonl").write_text(rows)
-    _rehash(bundle, "cases.jsonl")
+    rehash(bundle, "cases.jsonl")
     assert cli.main(["verify", str(bundle), "--key", str(keys / "signing.pub.pem")]) == 1
     assert cli.main(["verify", str(bundle)]) == 1, "the signed Statement no longer matches"
 

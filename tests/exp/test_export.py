@@ -4,15 +4,13 @@ byte or number fails verification, named."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.exp.conftest import Project
+from tests.support.bundles import rehash, verify_py
 
 FLAKY_AGENT = """\
 import os, sys
@@ -55,25 +53,6 @@ def _runs(project: Project) -> tuple[str, str]:
     return a, b
 
 
-def _verify_py(bundle: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-I", str(bundle / "verify.py")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-def _rehash(bundle: Path, name: str) -> None:
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    for entry in manifest["files"]:
-        if entry["path"] == name:
-            data = (bundle / name).read_bytes()
-            entry["sha256"], entry["bytes"] = hashlib.sha256(data).hexdigest(), len(data)
-    (bundle / "manifest.json").write_text(json.dumps(manifest))
-
-
 def test_an_exported_comparison_verifies_offline_and_fails_when_changed(project: Project) -> None:
     a, b = _runs(project)
     bundle = project.path / "bundle"
@@ -95,14 +74,14 @@ def test_an_exported_comparison_verifies_offline_and_fails_when_changed(project:
     )  # fmt: skip
     comparison_out = project.exp_json("compare", a, b)
     assert comparison_out["interval"] == decision["comparison"]["interval"], "as exp compare"
-    ok = _verify_py(bundle)
+    ok = verify_py(bundle)
     assert ok.returncode == 0, ok.stderr
 
     original = (bundle / "items.jsonl").read_bytes()
     changed = bytearray(original)
     changed[len(changed) // 3] ^= 0x20
     (bundle / "items.jsonl").write_bytes(bytes(changed))
-    failed = _verify_py(bundle)
+    failed = verify_py(bundle)
     assert failed.returncode == 1 and "items.jsonl" in failed.stderr
     (bundle / "items.jsonl").write_bytes(original)
 
@@ -110,8 +89,8 @@ def test_an_exported_comparison_verifies_offline_and_fails_when_changed(project:
     decision["experiments"][1]["passHatK"][1]["estimate"] = 0.9
     decision["comparison"]["kinds"]["brokenGuards"] = []
     (bundle / "decision.json").write_text(json.dumps(decision))
-    _rehash(bundle, "decision.json")
-    wrong = _verify_py(bundle)
+    rehash(bundle, "decision.json")
+    wrong = verify_py(bundle)
     assert wrong.returncode == 1
     assert "comparison.interval.low (bootstrap)" in wrong.stderr
     assert f"experiments[{b}].passHatK" in wrong.stderr
@@ -122,7 +101,7 @@ def test_one_experiment_exports_alone_and_bad_input_is_refused(project: Project)
     a, _ = _runs(project)
     bundle = project.path / "alone"
     assert project.exp("export", a, "--out", str(bundle)).code == 0
-    assert _verify_py(bundle).returncode == 0
+    assert verify_py(bundle).returncode == 0
     again = project.exp("export", a, "--out", str(bundle))
     assert again.code == 2 and "--out" in again.err and "not an empty directory" in again.err
     unknown = project.exp("export", "nope", "--out", str(project.path / "x"))
@@ -142,4 +121,4 @@ def test_with_pyarrow_the_case_trials_are_also_written_as_parquet(project: Proje
     assert [{k: r[k] for k in keep} for r in table] == [{k: r[k] for k in keep} for r in rows]
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert "items.parquet" in {f["path"] for f in manifest["files"]}
-    assert _verify_py(bundle).returncode == 0
+    assert verify_py(bundle).returncode == 0

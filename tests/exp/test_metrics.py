@@ -45,12 +45,15 @@ def _bench(speed: float, seed: str | None = None) -> str:
     return f"{sys.executable} bench.py {speed}" + (f" {seed}" if seed else "")
 
 
+def _arms(base: str, cand: str) -> list[str]:
+    """`--arm base=BASE --arm cand=CAND`."""
+    return ["--arm", f"base={base}", "--arm", f"cand={cand}"]
+
+
 def test_a_faster_candidate_is_better_and_the_order_alternates(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    result = _metrics(
-        capsys, "--arm", f"base={_bench(1.0)}", "--arm", f"cand={_bench(0.9)}", "--higher", "score"
-    )
+    result = _metrics(capsys, *_arms(_bench(1.0), _bench(0.9)), "--higher", "score")
     assert result.code == 0, result.err
     lines = result.out.splitlines()
     assert lines[0] == (
@@ -71,10 +74,7 @@ def test_json_matches_scipy_on_the_printed_values(
 ) -> None:
     result = _metrics(
         capsys,
-        "--arm",
-        f"base={_bench(1.0)}",
-        "--arm",
-        f"cand={_bench(1.0)}",
+        *_arms(_bench(1.0), _bench(1.0)),
         "--pairs",
         "9",
         "--json",
@@ -100,7 +100,7 @@ def test_json_matches_scipy_on_the_printed_values(
 def test_fail_on_worse_exits_1_when_a_metric_is_worse(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["--arm", f"base={_bench(1.0)}", "--arm", f"cand={_bench(1.1)}"]
+    args = _arms(_bench(1.0), _bench(1.1))
     result = _metrics(capsys, *args, "--fail-on-worse")
     assert result.code == 1, result.err
     assert result.out.splitlines()[-1] == "worse: lcp_ms (--fail-on-worse)"
@@ -154,7 +154,7 @@ def test_a_higher_is_better_metric_that_rises_is_better(
 def test_a_bad_command_is_one_line_and_exit_2_with_nothing_printed(
     folder: Path, capsys: pytest.CaptureFixture[str], cand: str, message: str
 ) -> None:
-    result = _metrics(capsys, "--arm", f"base={_bench(1.0)}", "--arm", f"cand={cand}", "--json")
+    result = _metrics(capsys, *_arms(_bench(1.0), cand), "--json")
     assert result.code == 2
     assert result.out == ""
     assert len(result.err.strip().splitlines()) == 1
@@ -179,9 +179,7 @@ def test_a_metric_missing_in_a_later_run_of_the_same_arm_is_named(
 def test_a_command_that_hangs_is_stopped_at_the_timeout(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    result = _metrics(
-        capsys, "--arm", f"base={_bench(1.0)}", "--arm", "cand=sleep 30", "--timeout", "0.5"
-    )
+    result = _metrics(capsys, *_arms(_bench(1.0), "sleep 30"), "--timeout", "0.5")
     assert result.code == 2
     assert "arm cand (`sleep 30`), pair 1: ran longer than 0.5 s (--timeout)" in result.err
 
@@ -209,10 +207,7 @@ def test_an_unknown_higher_metric_is_named(
 ) -> None:
     result = _metrics(
         capsys,
-        "--arm",
-        f"base={_bench(1.0)}",
-        "--arm",
-        f"cand={_bench(1.0)}",
+        *_arms(_bench(1.0), _bench(1.0)),
         "--pairs",
         "6",
         "--higher",

@@ -39,8 +39,8 @@ def _setup(project: Project) -> None:
     project.write_dataset([{"id": c, "input": c, "expected": c.upper()} for c in CASES])
 
 
-def _round(project: Project, solved: int, *extra: str) -> str:
-    """Run one round whose agent solves `solved` cases; its series line."""
+def _write_round_spec(project: Project, solved: int) -> None:
+    """spec.json for a round whose agent solves `solved` cases."""
     project.write_spec(
         name="loop",
         task={
@@ -49,6 +49,11 @@ def _round(project: Project, solved: int, *extra: str) -> str:
             "env": {"SEED": SEED, "QUALITY": repr(_quality(solved))},
         },
     )
+
+
+def _round(project: Project, solved: int, *extra: str) -> str:
+    """Run one round whose agent solves `solved` cases; its series line."""
+    _write_round_spec(project, solved)
     result = project.exp("run", "spec.json", "--series", "loop", *extra)
     assert result.code == 0, result.err
     return result.out.splitlines()[-1]
@@ -111,14 +116,7 @@ def test_plateau_json_has_every_round_and_the_decision(project: Project) -> None
     _setup(project)
     ids = []
     for solved in (5, 10, 10):
-        project.write_spec(
-            name="loop",
-            task={
-                "kind": "command",
-                "command": f"{sys.executable} standin.py",
-                "env": {"SEED": SEED, "QUALITY": repr(_quality(solved))},
-            },
-        )
+        _write_round_spec(project, solved)
         body = project.exp_json("run", "spec.json", "--series", "loop")
         ids.append(body["id"])
         assert body["series"]["version"] == f"v{len(ids)}"
@@ -141,14 +139,7 @@ def test_series_membership_is_stored_in_order(project: Project, database_url: st
     _setup(project)
     ids = []
     for solved in (5, 6):
-        project.write_spec(
-            name="loop",
-            task={
-                "kind": "command",
-                "command": f"{sys.executable} standin.py",
-                "env": {"SEED": SEED, "QUALITY": repr(_quality(solved))},
-            },
-        )
+        _write_round_spec(project, solved)
         ids.append(project.exp_json("run", "spec.json", "--series", "loop")["id"])
 
     async def read() -> list[tuple[int, str]]:

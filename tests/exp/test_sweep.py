@@ -19,6 +19,8 @@ from neens.store.models import ExperimentSweep, ExperimentTrial
 from tests.exp.conftest import Project
 
 CASES = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(60)]
+OLD = [{"id": f"o{i}", "input": f"old{i}", "expected": f"OLD{i}"} for i in range(10)]
+"""A guard suite."""
 
 
 def seeded(
@@ -49,6 +51,21 @@ def _calls_by_experiment(server: Any) -> dict[str, list[str]]:
 
 
 SWEEP = ["sweep", "base=base.json", "t2=temp2.json", "t5=temp5.json", "-g", '{"kind":"exact"}']
+SWEEP2 = ["sweep", "base=base.json", "t2=temp2.json", "-g", '{"kind":"exact"}']
+"""The two-config sweep, base against t2 (`_two_specs`)."""
+
+
+def _two_specs(project: Project, server: Any) -> None:
+    """base.json and temp2.json, on the agents served at /base and /t2."""
+    _specs(project, {"base": server.url("/base"), "temp2": server.url("/t2")})
+
+
+def _three_specs(project: Project, server: Any) -> None:
+    """`_two_specs` and temp5.json, on the agent served at /t5 (for `SWEEP`)."""
+    _specs(
+        project,
+        {"base": server.url("/base"), "temp2": server.url("/t2"), "temp5": server.url("/t5")},
+    )
 
 
 def test_the_race_finds_the_known_best_config_and_adopts_it_on_held_out_cases(
@@ -61,10 +78,7 @@ def test_the_race_finds_the_known_best_config_and_adopts_it_on_held_out_cases(
         Agent(seeded("t5", 0.2), path="/t5"),
     ]
     with serve(*agents) as server:
-        _specs(
-            project,
-            {"base": server.url("/base"), "temp2": server.url("/t2"), "temp5": server.url("/t5")},
-        )
+        _three_specs(project, server)
         result = project.exp(*SWEEP, "--budget", "60", "--json")
     assert result.code == 0, result.err
     body = result.json()
@@ -107,10 +121,8 @@ def test_the_human_report_ends_in_adopt_or_keep(project: Project) -> None:
     project.write_dataset(CASES[:20])
     agents = [Agent(seeded("base", 0.9), path="/base"), Agent(seeded("t2", 0.2), path="/t2")]
     with serve(*agents) as server:
-        _specs(project, {"base": server.url("/base"), "temp2": server.url("/t2")})
-        result = project.exp(
-            "sweep", "base=base.json", "t2=temp2.json", "-g", '{"kind":"exact"}', "--budget", "300"
-        )
+        _two_specs(project, server)
+        result = project.exp(*SWEEP2, "--budget", "300")
     assert result.code == 0, result.err
     lines = result.out.splitlines()
     assert lines[0].startswith("sweep swp_") and "14 train cases, 6 held out" in lines[0]
@@ -133,17 +145,12 @@ def test_a_winner_that_forgets_a_guard_suite_keeps_the_start_and_exits_1(
     project: Project,
 ) -> None:
     project.write_dataset(CASES)
-    old = [{"id": f"o{i}", "input": f"old{i}", "expected": f"OLD{i}"} for i in range(10)]
-    project.write_dataset(old, name="old")
+    project.write_dataset(OLD, name="old")
     # t2 fails every old case; base solves about half of them.
-    with serve(*_guarded_agents(frozenset(c["input"] for c in old))) as server:
-        _specs(project, {"base": server.url("/base"), "temp2": server.url("/t2")})
+    with serve(*_guarded_agents(frozenset(c["input"] for c in OLD))) as server:
+        _two_specs(project, server)
         result = project.exp(
-            "sweep",
-            "base=base.json",
-            "t2=temp2.json",
-            "-g",
-            '{"kind":"exact"}',
+            *SWEEP2,
             "--budget",
             "40",
             "--guard",
@@ -161,17 +168,11 @@ def test_a_winner_that_forgets_a_guard_suite_keeps_the_start_and_exits_1(
 
 def test_a_guard_within_tau_lets_the_winner_be_adopted(project: Project) -> None:
     project.write_dataset(CASES)
-    project.write_dataset(
-        [{"id": f"o{i}", "input": f"old{i}", "expected": f"OLD{i}"} for i in range(10)], name="old"
-    )
+    project.write_dataset(OLD, name="old")
     with serve(*_guarded_agents(frozenset())) as server:
-        _specs(project, {"base": server.url("/base"), "temp2": server.url("/t2")})
+        _two_specs(project, server)
         result = project.exp(
-            "sweep",
-            "base=base.json",
-            "t2=temp2.json",
-            "-g",
-            '{"kind":"exact"}',
+            *SWEEP2,
             "--budget",
             "40",
             "--guard",
@@ -193,14 +194,10 @@ def test_guard_prior_guards_the_suites_earlier_sweeps_adopted_on(project: Projec
         [{"id": f"n{i}", "input": f"new{i}", "expected": f"NEW{i}"} for i in range(40)], name="new"
     )
     with serve(*_guarded_agents(frozenset(c["input"] for c in CASES))) as server:
-        _specs(project, {"base": server.url("/base"), "temp2": server.url("/t2")})
+        _two_specs(project, server)
         # No sweep adopted anything yet: nothing to guard, and it says so.
         first = project.exp_json(
-            "sweep",
-            "base=base.json",
-            "t2=temp2.json",
-            "-g",
-            '{"kind":"exact"}',
+            *SWEEP2,
             "-d",
             "new",
             "--budget",
@@ -214,11 +211,7 @@ def test_guard_prior_guards_the_suites_earlier_sweeps_adopted_on(project: Projec
         # The adoption on `new` makes it a prior suite; t2 forgot `qa`, the race's own dataset
         # now, which is never its own guard; so race on qa and guard new: t2 passes it.
         second = project.exp_json(
-            "sweep",
-            "base=base.json",
-            "t2=temp2.json",
-            "-g",
-            '{"kind":"exact"}',
+            *SWEEP2,
             "-d",
             "qa",
             "--budget",
@@ -261,10 +254,7 @@ def test_resume_runs_only_what_is_left_and_decides_the_same(
         Agent(seeded("t5", 0.3), path="/t5"),
     ]
     with serve(*agents) as server:
-        _specs(
-            project,
-            {"base": server.url("/base"), "temp2": server.url("/t2"), "temp5": server.url("/t5")},
-        )
+        _three_specs(project, server)
         whole = project.exp_json(*SWEEP, "--budget", "60")
         second_round = [s["experimentId"] for s in whole["rounds"][1]["scores"]]
         held = list(whole["heldOut"]["experimentIds"].values())

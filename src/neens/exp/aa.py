@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,13 +25,14 @@ from neens_eval.errors import ConfigError
 
 from neens.domain.exp_compare import flips
 from neens.exp.compare import load_side, pass_text
-from neens.exp.datasets import Case
+from neens.exp.matrix import interleaved
 from neens.exp.plan import Plan, Selection, make_plan, resume_problems
 from neens.exp.progress import RunProgress
+from neens.exp.resume import find_to_resume, kept_trials
 from neens.exp.run_command import new_experiment_id, task_headers
 from neens.exp.runner import Caller, RunLimits, run_trials
 from neens.exp.spec import read_spec
-from neens.exp.store import find_experiment, open_store
+from neens.exp.store import open_store
 from neens.exp.tasks import TaskContext
 from neens.store.db import Database
 from neens.store.experiments import (
@@ -40,9 +40,7 @@ from neens.store.experiments import (
     create_experiment,
     finish_experiment,
     get_experiment,
-    latest_unfinished,
     tally,
-    trials_of,
 )
 from neens.store.types import utcnow
 
@@ -76,13 +74,10 @@ async def aa_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
         holder["ids"] = (first_id, second_id)
         kept: list[set[tuple[str, int]]] = [set(), set()]
         if args.resume is not None:
-            for index, row in enumerate(rows):
-                for trial in await trials_of(db, row.id, grades=False):
-                    if not (args.retry_errors and trial.status == "error"):
-                        kept[index].add((trial.case_id, trial.trial))
+            kept = [await kept_trials(db, row.id, retry_errors=args.retry_errors) for row in rows]
         todo = [
             (index, case, trial)
-            for index, case, trial in interleaved(plan, seed)
+            for index, case, trial in interleaved([plan.trials] * 2, plan.cases, seed)
             if (case.id, trial) not in kept[index]
         ]
         callers = [
@@ -143,20 +138,6 @@ async def aa_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
     return 0
 
 
-def interleaved(plan: Plan, seed: int) -> list[tuple[int, Case, int]]:
-    """Every (run index, case, trial) of the pair in run order: trial by trial, the cases in
-    order, the same case-trial of both runs next to each other in a seeded random order. A
-    resume makes the same list and leaves out what was saved."""
-    order = random.Random(seed)
-    todo: list[tuple[int, Case, int]] = []
-    for trial in range(plan.trials):
-        for case in plan.cases:
-            pair = [0, 1]
-            order.shuffle(pair)
-            todo.extend((index, case, trial) for index in pair)
-    return todo
-
-
 async def _new_pair(db: Database, plan: Plan, concurrency: int, seed: int) -> list[ExperimentRow]:
     first_id, second_id = new_experiment_id(), new_experiment_id()
     created = utcnow()
@@ -174,16 +155,7 @@ async def _pair_to_resume(
 ) -> list[ExperimentRow]:
     """Both runs of the A/A pair to resume, first-made first; ConfigError (exit 2) naming
     every change when they may not be resumed."""
-    if given:
-        found = await find_experiment(db, given, flag="--resume")
-    else:
-        latest = await latest_unfinished(db, plan.spec.name, kind="aa")
-        if latest is None:
-            raise ConfigError(
-                f"--resume: no unfinished A/A pair named {plan.spec.name!r} in this store; "
-                "name one with --resume EXP (`neens exp list` marks partial runs)"
-            )
-        found = latest
+    found = await find_to_resume(db, given, plan.spec.name, "aa")
     problems = resume_problems(found, plan, kind="aa")
     other = None
     if found.kind == "aa" and found.pair_id is not None:

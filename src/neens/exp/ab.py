@@ -47,12 +47,13 @@ from neens.domain.group_sequential import (
 )
 from neens.exp.compare import aa_floor, case_groups, load_side, render, to_json
 from neens.exp.datasets import Case
-from neens.exp.plan import Plan, Selection, make_plan, resume_problems
+from neens.exp.plan import Plan, make_plan, resume_problems
 from neens.exp.progress import RunProgress
-from neens.exp.run_command import new_experiment_id, task_headers
+from neens.exp.resume import find_to_resume, kept_trials
+from neens.exp.run_command import new_experiment_id, selection_of, task_headers
 from neens.exp.runner import Caller, RunLimits, run_one
 from neens.exp.spec import read_spec
-from neens.exp.store import find_experiment, open_store
+from neens.exp.store import open_store
 from neens.exp.tasks import TaskContext
 from neens.store.db import Database
 from neens.store.experiments import (
@@ -61,7 +62,6 @@ from neens.store.experiments import (
     create_experiment,
     finish_experiment,
     get_experiment,
-    latest_unfinished,
     trials_of,
 )
 from neens.store.types import utcnow
@@ -132,13 +132,7 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 async def _plans(db: Database, args: argparse.Namespace, arms: list[Arm], cwd: Path) -> list[Plan]:
     """Each arm's plan, on the same cases; ConfigError naming the arm otherwise."""
-    sample_seed = (args.seed if args.seed is not None else 0) if args.sample else None
-    selection = Selection(
-        cases=tuple(dict.fromkeys(args.case)),
-        first_n=args.first_n,
-        sample=args.sample,
-        seed=sample_seed,
-    )
+    selection = selection_of(args)
     plans: list[Plan] = []
     for arm in arms:
         try:
@@ -225,16 +219,7 @@ async def _pair_to_resume(
 ) -> list[ExperimentRow]:
     """Both arms of the A/B run to resume, A first; ConfigError (exit 2) naming every change
     when they may not be resumed."""
-    if args.resume:
-        found = await find_experiment(db, args.resume, flag="--resume")
-    else:
-        latest = await latest_unfinished(db, plans[0].spec.name, kind="ab")
-        if latest is None:
-            raise ConfigError(
-                f"--resume: no unfinished A/B run named {plans[0].spec.name!r} in this store; "
-                "name one with --resume EXP (`neens exp list` marks partial runs)"
-            )
-        found = latest
+    found = await find_to_resume(db, args.resume, plans[0].spec.name, "ab")
     problems: list[str] = []
     other = None
     if found.kind != "ab" or found.pair_id is None:
@@ -336,18 +321,6 @@ def look_line(result: LookResult, of: int) -> str:
     )
 
 
-async def _kept(
-    db: Database, rows: list[ExperimentRow], *, retry_errors: bool
-) -> list[set[tuple[str, int]]]:
-    """Each arm's saved (case, trial)s a resume keeps (its errors too, unless retried)."""
-    kept: list[set[tuple[str, int]]] = [set(), set()]
-    for index, row in enumerate(rows):
-        for trial in await trials_of(db, row.id, grades=False):
-            if not (retry_errors and trial.status == "error"):
-                kept[index].add((trial.case_id, trial.trial))
-    return kept
-
-
 async def _run_with_looks(
     db: Database,
     plans: list[Plan],
@@ -429,7 +402,9 @@ async def ab_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
             if not args.json:
                 print(f"warning: {short}", file=sys.stderr)
         resuming = args.resume is not None
-        kept = await _kept(db, rows, retry_errors=args.retry_errors) if resuming else None
+        kept = None
+        if resuming:
+            kept = [await kept_trials(db, row.id, retry_errors=args.retry_errors) for row in rows]
         limits = RunLimits(
             concurrency=args.concurrency, retries=args.retries, trial_timeout_s=args.trial_timeout
         )

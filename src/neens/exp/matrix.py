@@ -30,12 +30,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from neens_eval.errors import ConfigError
 
-from neens.exp.datasets import Case
 from neens.exp.spec import Spec, parse_spec
+
+Unit = TypeVar("Unit")
+"""What `interleaved` orders: a case, or a recorded call."""
 
 MATRIX_KEYS: Final = ("matrix", "variants", "baseline")
 AXIS_KEYS: Final = ("path", "values")
@@ -350,14 +352,15 @@ def read_matrix(path: Path, *, trials: int | None = None) -> MatrixSpec:
 
 
 def interleaved(
-    cell_trials: Sequence[int], cases: Sequence[Case], seed: int
-) -> list[tuple[int, Case, int]]:
+    cell_trials: Sequence[int], cases: Sequence[Unit], seed: int
+) -> list[tuple[int, Unit, int]]:
     """Every (cell index, case, trial) in run order: trial by trial, the cases in order, and for
     each case-trial every cell that runs it, next to each other in a seeded random order, so
     that drift during the run (a provider's latency, a cache warming) hits every cell alike. A
-    resume makes the same list and leaves out what was saved."""
+    resume makes the same list and leaves out what was saved. `exp aa` and `exp replay` order
+    their two runs with it too (two cells, the same trials)."""
     order = random.Random(seed)
-    todo: list[tuple[int, Case, int]] = []
+    todo: list[tuple[int, Unit, int]] = []
     for trial in range(max(cell_trials, default=0)):
         for case in cases:
             group = [index for index, count in enumerate(cell_trials) if trial < count]

@@ -34,11 +34,11 @@ from neens.domain.exp_compare import Side, compare
 from neens.domain.exp_matrix import HOLM_METHOD, CellResult, judge_cells
 from neens.exp.compare import load_side, pp_text, rate_text
 from neens.exp.matrix import Cell, MatrixSpec, interleaved, is_matrix, read_matrix, read_raw
-from neens.exp.plan import Plan, Selection, make_plan, resume_problems
+from neens.exp.plan import Plan, make_plan, resume_problems
 from neens.exp.progress import RunProgress
-from neens.exp.run_command import new_experiment_id, task_headers
+from neens.exp.run_command import new_experiment_id, selection_of, task_headers
 from neens.exp.runner import Caller, RunLimits, run_trials
-from neens.exp.store import open_store
+from neens.exp.store import find_by_id, open_store
 from neens.exp.table import table
 from neens.exp.tasks import TaskContext
 from neens.store.db import Database
@@ -168,12 +168,7 @@ def chosen_cells(matrix: MatrixSpec, wanted: list[str]) -> list[Cell]:
 async def _cell_plans(
     db: Database, args: argparse.Namespace, cwd: Path, cells: list[Cell]
 ) -> list[Plan]:
-    selection = Selection(
-        cases=tuple(dict.fromkeys(args.case)),
-        first_n=args.first_n,
-        sample=args.sample,
-        seed=(args.seed if args.seed is not None else 0) if args.sample else None,
-    )
+    selection = selection_of(args)
     plans = []
     for cell in cells:
         try:
@@ -351,21 +346,14 @@ async def matrix_command(args: argparse.Namespace, holder: dict[str, Any]) -> in
 
 async def _find_matrix(db: Database, given: str, matrix: MatrixSpec) -> MatrixRow:
     if given:
-        found = await get_matrix(db, given)
-        if found is None and len(given) >= 6:
-            matches = await matrix_ids_starting_with(db, given)
-            if len(matches) == 1:
-                found = await get_matrix(db, matches[0])
-            elif matches:
-                raise ConfigError(
-                    f"--resume {given}: the start of {len(matches)} matrix ids "
-                    f"({', '.join(matches)}); give more of the id"
-                )
-        if found is None:
-            raise ConfigError(
-                f"--resume {given}: no such matrix in this store (a matrix id starts with mx_)"
-            )
-        return found
+        return await find_by_id(
+            given,
+            lambda id_: get_matrix(db, id_),
+            lambda prefix: matrix_ids_starting_with(db, prefix),
+            flag="--resume",
+            what="matrix",
+            hint=" (a matrix id starts with mx_)",
+        )
     latest = await latest_unfinished_matrix(db, matrix.name)
     if latest is None:
         raise ConfigError(

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import httpx
 from neens.domain.judges import JudgeCase
 from neens.domain.judges.verdict import PASS_THRESHOLD
 from neens.domain.pricing import PriceBook, PriceLookupError
+from neens.exp.matrix import interleaved
 from neens.exp.providers import Endpoint, ProviderError, ProviderName, Reply, Request, send
 from neens.exp.replay_arms import Arm
 from neens.exp.replay_calls import RecordedCall
@@ -177,19 +177,6 @@ def experiment_rows(plan: ReplayPlan, ids: tuple[str, str]) -> list[ExperimentRo
     return rows
 
 
-def interleaved(plan: ReplayPlan) -> list[tuple[int, RecordedCall, int]]:
-    """(arm index, call, repeat) in send order: repeat by repeat, calls in order, the same
-    call and repeat of both arms next to each other in a seeded random order."""
-    order = random.Random(plan.seed)
-    todo: list[tuple[int, RecordedCall, int]] = []
-    for trial in range(plan.n):
-        for call in plan.calls:
-            pair = [0, 1]
-            order.shuffle(pair)
-            todo.extend((index, call, trial) for index in pair)
-    return todo
-
-
 def first_action_grade(call: RecordedCall, reply: Reply) -> GradeRow:
     base = {"grader": FIRST_ACTION, "kind": FIRST_ACTION, "version": FIRST_ACTION_VERSION}
     if call.action is None:
@@ -323,6 +310,7 @@ async def run_replay(
             await writer.save(rows[index].id, row)
             progress(row)
 
-        await asyncio.gather(*(work(i, call, t) for i, call, t in interleaved(plan)))
+        order = interleaved([plan.n, plan.n], plan.calls, plan.seed)
+        await asyncio.gather(*(work(i, call, t) for i, call, t in order))
     for row in rows:
         await finish_experiment(db, row.id)

@@ -16,6 +16,7 @@ from neens.exp.compare import pass_text
 from neens.exp.plan import Plan, Selection, make_plan, resume_problems
 from neens.exp.plateau import check_series, tag_finished_run
 from neens.exp.progress import RunProgress, cost_text
+from neens.exp.resume import find_to_resume, kept_trials
 from neens.exp.runner import Caller, RunLimits, run_trials
 from neens.exp.sessions import folder_key, join, session_report
 from neens.exp.sources import Sources, hashes, sources_of
@@ -29,9 +30,7 @@ from neens.store.experiments import (
     Tally,
     create_experiment,
     finish_experiment,
-    latest_unfinished,
     tally,
-    trials_of,
 )
 from neens.store.types import utcnow
 
@@ -115,13 +114,6 @@ async def make_run_plan(db: Database, args: argparse.Namespace, cwd: Path) -> Pl
     failing_id = None
     if args.failing is not None:
         failing_id = (await find_experiment(db, args.failing, flag="--failing")).id
-    selection = Selection(
-        failing=failing_id,
-        cases=tuple(dict.fromkeys(args.case)),
-        first_n=args.first_n,
-        sample=args.sample,
-        seed=(args.seed if args.seed is not None else 0) if args.sample else None,
-    )
     return await make_plan(
         db,
         spec,
@@ -129,9 +121,21 @@ async def make_run_plan(db: Database, args: argparse.Namespace, cwd: Path) -> Pl
         dataset=args.dataset,
         cli_graders=args.grader,
         trials=args.trials,
-        selection=selection,
+        selection=selection_of(args, failing_id),
         failing_id=failing_id,
         seq=args.seq,
+    )
+
+
+def selection_of(args: argparse.Namespace, failing_id: str | None = None) -> Selection:
+    """The cases the flags choose (--case, --first-n, --sample with --seed, and --failing's
+    experiment), the same for `exp run`, its A/B arms and a matrix's cells."""
+    return Selection(
+        failing=failing_id,
+        cases=tuple(dict.fromkeys(args.case)),
+        first_n=args.first_n,
+        sample=args.sample,
+        seed=(args.seed if args.seed is not None else 0) if args.sample else None,
     )
 
 
@@ -204,16 +208,7 @@ def plan_sources(spec_path: Path, plan: Plan) -> Sources:
 
 
 async def _to_resume(db: Database, given: str, plan: Plan) -> ExperimentRow:
-    if given:
-        stored = await find_experiment(db, given, flag="--resume")
-    else:
-        found = await latest_unfinished(db, plan.spec.name, kind="run")
-        if found is None:
-            raise ConfigError(
-                f"--resume: no unfinished run named {plan.spec.name!r} in this store; "
-                "name one with --resume EXP (`neens exp list` marks partial runs)"
-            )
-        stored = found
+    stored = await find_to_resume(db, given, plan.spec.name, "run")
     problems = resume_problems(stored, plan)
     if problems:
         raise ConfigError(
@@ -230,9 +225,7 @@ async def _todo(
     how many of the planned ones are kept."""
     kept: set[tuple[str, int]] = set()
     if stored is not None:
-        for trial in await trials_of(db, stored.id, grades=False):
-            if not (retry_errors and trial.status == "error"):
-                kept.add((trial.case_id, trial.trial))
+        kept = await kept_trials(db, stored.id, retry_errors=retry_errors)
     todo = [
         (case, trial)
         for trial in range(plan.trials)

@@ -1,9 +1,11 @@
-"""Opening the experiments' store for one command, and finding an experiment by its id."""
+"""Opening the experiments' store for one command, and finding an experiment (or a sweep, a
+matrix) by its id."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 from neens_eval.errors import ConfigError
 
@@ -11,6 +13,8 @@ from neens.settings import Settings
 from neens.store import migrate
 from neens.store.db import Database
 from neens.store.experiments import ExperimentRow, get_experiment, ids_starting_with
+
+Row = TypeVar("Row")
 
 
 @contextlib.asynccontextmanager
@@ -31,17 +35,38 @@ async def open_store(database_url: str | None) -> AsyncIterator[Database]:
 
 async def find_experiment(db: Database, text: str, *, flag: str = "experiment") -> ExperimentRow:
     """The experiment `text` names: its id, or the start of exactly one id."""
-    found = await get_experiment(db, text)
+    return await find_by_id(
+        text,
+        lambda id_: get_experiment(db, id_),
+        lambda prefix: ids_starting_with(db, prefix),
+        flag=flag,
+        what="experiment",
+        hint=" (`neens exp list`)",
+    )
+
+
+async def find_by_id(
+    text: str,
+    get: Callable[[str], Awaitable[Row | None]],
+    starting_with: Callable[[str], Awaitable[list[str]]],
+    *,
+    flag: str,
+    what: str,
+    hint: str = "",
+) -> Row:
+    """What `text` names (an experiment, a sweep, a matrix): its id, or the start of exactly
+    one id (six characters at least); ConfigError (exit 2) naming `flag` otherwise."""
+    found = await get(text)
     if found is not None:
         return found
-    matches = await ids_starting_with(db, text) if len(text) >= 6 else []
+    matches = await starting_with(text) if len(text) >= 6 else []
     if len(matches) == 1:
-        found = await get_experiment(db, matches[0])
+        found = await get(matches[0])
         assert found is not None
         return found
     if matches:
         raise ConfigError(
-            f"{flag} {text}: the start of {len(matches)} experiment ids "
+            f"{flag} {text}: the start of {len(matches)} {what} ids "
             f"({', '.join(matches)}); give more of the id"
         )
-    raise ConfigError(f"{flag} {text}: no such experiment in this store (`neens exp list`)")
+    raise ConfigError(f"{flag} {text}: no such {what} in this store{hint}")

@@ -54,6 +54,7 @@ from neens.exp.progress import RunProgress
 from neens.exp.run_command import new_experiment_id, task_headers
 from neens.exp.runner import Caller, RunLimits, run_trials
 from neens.exp.spec import read_spec
+from neens.exp.store import find_by_id
 from neens.exp.tasks import TaskContext
 from neens.store.db import Database
 from neens.store.experiment_sweeps import (
@@ -207,20 +208,13 @@ def _fingerprint(plan: Plan, path: Path) -> dict[str, Any]:
 
 
 async def find_sweep(db: Database, text: str) -> SweepRow:
-    found = await get_sweep(db, text)
-    if found is not None:
-        return found
-    matches = await sweep_ids_starting_with(db, text) if len(text) >= 6 else []
-    if len(matches) == 1:
-        found = await get_sweep(db, matches[0])
-        assert found is not None
-        return found
-    if matches:
-        raise ConfigError(
-            f"--resume {text}: the start of {len(matches)} sweep ids ({', '.join(matches)}); "
-            "give more of the id"
-        )
-    raise ConfigError(f"--resume {text}: no such sweep in this store")
+    return await find_by_id(
+        text,
+        lambda id_: get_sweep(db, id_),
+        lambda prefix: sweep_ids_starting_with(db, prefix),
+        flag="--resume",
+        what="sweep",
+    )
 
 
 async def set_up(

@@ -78,29 +78,27 @@ def case_of(sample: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _hosted_template(text: str) -> str:
-    def replace(match: re.Match[str]) -> str:
-        field = match.group(1)
-        if field not in _HOSTED_FIELDS:
-            raise Unmapped(
-                f"its prompt uses {{{{{field}}}}}; a Neens judge sees only the input, the output "
-                "and the expected output"
-            )
-        return _HOSTED_FIELDS[field]
-
-    return _TEMPLATE.sub(replace, text)
+    return _mapped_fields(text, _TEMPLATE, _HOSTED_FIELDS, "{{{{{}}}}}")
 
 
 def _registry_template(text: str) -> str:
-    def replace(match: re.Match[str]) -> str:
-        field = match.group(1)
-        if field not in _REGISTRY_FIELDS:
-            raise Unmapped(
-                f"its prompt uses {{{field}}}; a Neens judge sees only the input, the output "
-                "and the expected output"
-            )
-        return _REGISTRY_FIELDS[field]
+    return _mapped_fields(text, _PY_FIELD, _REGISTRY_FIELDS, "{{{}}}")
 
-    return _PY_FIELD.sub(replace, text)
+
+def _mapped_fields(text: str, field: re.Pattern[str], fields: Mapping[str, str], shown: str) -> str:
+    """`text` with each `field` reference replaced by its Neens one; Unmapped naming the first
+    reference (written as `shown` formats it) that a Neens judge has no value for."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in fields:
+            raise Unmapped(
+                f"its prompt uses {shown.format(name)}; a Neens judge sees only the input, the "
+                "output and the expected output"
+            )
+        return fields[name]
+
+    return field.sub(replace, text)
 
 
 def _one_message(messages: Any) -> str:

@@ -36,6 +36,7 @@ from neens.imports.trial import (
     content_key,
     number,
     passed_of,
+    read_file,
     text_of,
 )
 
@@ -91,10 +92,7 @@ def read_mlflow(path: Path, *, run_id: str | None = None) -> ImportedRun:
 
 
 def _rows(path: Path, where: str) -> Iterator[Mapping[str, Any]]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ImportFormatError(f"{where}: cannot be read: {exc.strerror or exc}") from None
+    raw = read_file(path, where)
     try:
         body = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):

@@ -34,9 +34,11 @@ from neens.imports.trial import (
     check_case_key,
     check_unique,
     content_key,
+    jsonl_objects,
     mapping,
     number,
     passed_of,
+    read_file,
     repeats_of,
     text_of,
     whole,
@@ -73,10 +75,7 @@ def read_openai_evals(path: Path, *, samples: Path | None = None) -> ImportedRun
 
 
 def _objects(path: Path, where: str) -> list[Mapping[str, Any]]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ImportFormatError(f"{where}: cannot be read: {exc.strerror or exc}") from None
+    raw = read_file(path, where)
     try:
         whole_body = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -85,35 +84,14 @@ def _objects(path: Path, where: str) -> list[Mapping[str, Any]]:
         return [whole_body]
     if isinstance(whole_body, list):
         return [mapping(o, f"{where}: item {i}") for i, o in enumerate(whole_body)]
-    found = []
-    for number_, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            body = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ImportFormatError(f"{where} line {number_}: not JSON: {exc}") from None
-        found.append(mapping(body, f"{where} line {number_}"))
-    return found
+    return list(jsonl_objects(raw, where))
 
 
 def read_samples(path: Path) -> list[Mapping[str, Any]]:
     """The samples of an OpenAI Evals samples JSONL file, in line order (blank lines skipped,
     as the evals library skips them)."""
     where = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ImportFormatError(f"{where}: cannot be read: {exc.strerror or exc}") from None
-    found = []
-    for number_, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            body = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ImportFormatError(f"{where} line {number_}: not JSON: {exc}") from None
-        found.append(mapping(body, f"{where} line {number_}"))
+    found = list(jsonl_objects(read_file(path, where), where))
     if not found:
         raise ImportFormatError(f"{where}: has no samples")
     return found

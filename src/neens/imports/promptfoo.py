@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,8 +34,10 @@ from neens.imports.trial import (
     check_case_key,
     check_unique,
     content_key,
+    jsonl_objects,
     mapping,
     number,
+    read_file,
     repeats_of,
     text_of,
     whole,
@@ -48,13 +50,10 @@ FAILURE_ERROR: Final = 2
 def read_promptfoo(path: Path, *, arm: str | None = None) -> ImportedRun:
     """The run in a promptfoo `.json` (v2 or v3) or `.jsonl` output file."""
     where = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ImportFormatError(f"{where}: cannot be read: {exc.strerror or exc}") from None
+    raw = read_file(path, where)
     meta: Mapping[str, Any] = {}
     if path.suffix == ".jsonl":
-        results = list(_jsonl(raw, where))
+        results = list(jsonl_objects(raw, where))
         eval_id = next((r.get("evalId") for r in results if r.get("evalId")), None)
         created = None
     else:
@@ -109,18 +108,6 @@ def _json(raw: bytes, where: str) -> Any:
         return json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ImportFormatError(f"{where}: not JSON: {exc}") from None
-
-
-def _jsonl(raw: bytes, where: str) -> Iterator[Mapping[str, Any]]:
-    for number_, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        at = f"{where} line {number_}"
-        try:
-            body = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ImportFormatError(f"{at}: not JSON: {exc}") from None
-        yield mapping(body, at)
 
 
 def _arm_name(result: Mapping[str, Any]) -> str | None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final, Literal
 
 import rfc8785
@@ -167,3 +168,25 @@ def mapping(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ImportFormatError(f"{where}: expected a JSON object, found {type(value).__name__}")
     return value
+
+
+def read_file(path: Path, where: str) -> bytes:
+    """The file's bytes; ImportFormatError naming `where` when it cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ImportFormatError(f"{where}: cannot be read: {exc.strerror or exc}") from None
+
+
+def jsonl_objects(raw: bytes, where: str) -> Iterator[Mapping[str, Any]]:
+    """The JSON objects of a JSON Lines file, in line order, blank lines skipped;
+    ImportFormatError naming the line that is not JSON or not an object."""
+    for number_, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        at = f"{where} line {number_}"
+        try:
+            body = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ImportFormatError(f"{at}: not JSON: {exc}") from None
+        yield mapping(body, at)

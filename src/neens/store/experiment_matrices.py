@@ -10,7 +10,13 @@ from typing import Any
 from sqlalchemy import select, update
 
 from neens.store.db import Database
-from neens.store.experiments import ExperimentRow, TrialRow, experiment_model, trials_of
+from neens.store.experiments import (
+    ExperimentRow,
+    TrialRow,
+    column_starting_with,
+    experiment_model,
+    trials_of,
+)
 from neens.store.models import (
     Experiment,
     ExperimentMatrix,
@@ -104,15 +110,7 @@ async def get_matrix(db: Database, matrix_id: str) -> MatrixRow | None:
 
 
 async def matrix_ids_starting_with(db: Database, prefix: str, *, limit: int = 5) -> list[str]:
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    async with db.read() as s:
-        found = await s.scalars(
-            select(ExperimentMatrix.id)
-            .where(ExperimentMatrix.id.like(f"{escaped}%", escape="\\"))
-            .order_by(ExperimentMatrix.id)
-            .limit(limit)
-        )
-        return list(found)
+    return await column_starting_with(db, ExperimentMatrix.id, prefix, limit=limit)
 
 
 async def latest_unfinished_matrix(db: Database, name: str) -> str | None:

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from neens.store.db import Database
-from neens.store.experiments import ExperimentRow, experiment_model
+from neens.store.experiments import ExperimentRow, column_starting_with, experiment_model
 from neens.store.models import ExperimentSweep, ExperimentSweepRun
 from neens.store.types import utcnow
 
@@ -72,15 +72,7 @@ async def get_sweep(db: Database, sweep_id: str) -> SweepRow | None:
 
 
 async def sweep_ids_starting_with(db: Database, prefix: str, *, limit: int = 5) -> list[str]:
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    async with db.read() as s:
-        found = await s.scalars(
-            select(ExperimentSweep.id)
-            .where(ExperimentSweep.id.like(f"{escaped}%", escape="\\"))
-            .order_by(ExperimentSweep.id)
-            .limit(limit)
-        )
-        return list(found)
+    return await column_starting_with(db, ExperimentSweep.id, prefix, limit=limit)
 
 
 async def latest_unfinished_sweep(db: Database, name: str) -> SweepRow | None:

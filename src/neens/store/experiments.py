@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import case, delete, func, insert, select, tuple_, update
+from sqlalchemy.orm import InstrumentedAttribute
 
 from neens.store.db import Database
 from neens.store.models import (
@@ -287,12 +288,20 @@ async def get_experiment(db: Database, experiment_id: str) -> ExperimentRow | No
 
 async def ids_starting_with(db: Database, prefix: str, *, limit: int = 5) -> list[str]:
     """Experiment ids that start with `prefix` (a shortened id), at most `limit`."""
+    return await column_starting_with(db, Experiment.id, prefix, limit=limit)
+
+
+async def column_starting_with(
+    db: Database, column: InstrumentedAttribute[str], prefix: str, *, limit: int
+) -> list[str]:
+    """The values of `column` (an id) that start with `prefix`, `%` and `_` in it taken as
+    they are, in order, at most `limit`."""
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     async with db.read() as s:
         found = await s.scalars(
-            select(Experiment.id)
-            .where(Experiment.id.like(f"{escaped}%", escape="\\"))
-            .order_by(Experiment.id)
+            select(column)
+            .where(column.like(f"{escaped}%", escape="\\"))
+            .order_by(column)
             .limit(limit)
         )
         return list(found)
