@@ -67,6 +67,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/model-sweeps/{sweep_id}"): Case(404),
     ("POST", "/model-sweeps/{sweep_id}/cancel"): Case(404),
     ("GET", "/model-sweeps/{sweep_id}/comparison"): Case(404),
+    ("GET", "/model-sweeps/{sweep_id}/evidence"): Case(404),
     ("POST", "/share-links/{link_id}/revoke"): Case(404),
     ("GET", "/model-sweeps/{sweep_id}/arms/{arm_id}/regressions"): Case(404),
 }
