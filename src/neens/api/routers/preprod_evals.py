@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from neens.api.deps import AnyKey, DbDep, WorkerDep
 from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.preprod import (
+    ImportedTrialOut,
     ItemCounts,
     ItemErrorIn,
     PreprodCreate,
@@ -62,6 +63,7 @@ def run_out(info: store.RunInfo) -> PreprodOut:
         )
         if info.waiting is not None
         else None,
+        imported=info.imported,
     )
 
 
@@ -167,6 +169,8 @@ def _item_out(i: store.RunItem) -> PreprodItemOut:
         passed=i.passed,
         baseline_passed=i.baseline_passed,
         error=i.error,
+        output=i.output,
+        trials=[ImportedTrialOut(**t) for t in i.trials] if i.trials is not None else None,
     )
 
 
