@@ -76,9 +76,7 @@ def test_a_second_tool_s_run_of_the_same_cases_lands_on_the_same_dataset(
     neens: Neens, server: httpx.Client
 ) -> None:
     first = neens("import", "inspect", INSPECT, "--server", "--json").json()["server"]
-    done = neens(
-        "import", "promptfoo", PROMPTFOO, "--server", "--dataset-id", first["datasetId"]
-    )
+    done = neens("import", "promptfoo", PROMPTFOO, "--server", "--dataset-id", first["datasetId"])
     assert done.code == 0, done.err
     last = done.out.splitlines()[-1]
     assert last.startswith("server run ppr_") and f"on dataset {first['datasetId']}" in last
