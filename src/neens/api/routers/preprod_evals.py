@@ -6,6 +6,7 @@ from datetime import datetime
 
 from fastapi import APIRouter, Query
 
+from neens.api import paths  # noqa: F401  (the `run_id` path convertor)
 from neens.api.deps import AnyKey, DbDep, WorkerDep
 from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.preprod import (
@@ -123,7 +124,7 @@ async def list_runs(
     return PreprodList(runs=[run_out(i) for i in infos], next_cursor=next_cursor(_RUNS, end))
 
 
-@router.get("/{run_id}", operation_id="preprod_evals-get")
+@router.get("/{run_id:run_id}", operation_id="preprod_evals-get")
 async def get_run(run_id: str, principal: AnyKey, db: DbDep) -> PreprodOut:
     return run_out(await run_detail(db, principal.project_id, run_id))
 

@@ -10,8 +10,9 @@ from pydantic import Field, StrictBool
 
 from neens.api.schemas.base import RequestBody, StorableStr
 
-MAX_IMPORT_ITEMS = 20_000
 MAX_IMPORT_TRIALS = 1_000
+"""Repeat indexes run from 0 below this. How many items and repeats a body holds is bounded by
+the request size limit (NEENS_MAX_REQUEST_BYTES), as for a dataset version."""
 
 
 class ImportSource(RequestBody):
@@ -55,7 +56,7 @@ class ImportTrialIn(RequestBody):
 class ImportItemIn(RequestBody):
     item_id: str = Field(min_length=1, max_length=40)
     """The dataset item, `dsi_…`, of the replayed version."""
-    trials: list[ImportTrialIn] = Field(min_length=1, max_length=MAX_IMPORT_TRIALS)
+    trials: list[ImportTrialIn] = Field(min_length=1)
     """One result per repeat the tool ran (one when it has no repeats)."""
 
 
@@ -76,5 +77,5 @@ class PreprodImportCreate(RequestBody):
     recorded)."""
     source: ImportSource
     """Where the results came from."""
-    items: list[ImportItemIn] = Field(min_length=1, max_length=MAX_IMPORT_ITEMS)
+    items: list[ImportItemIn] = Field(min_length=1)
     """One entry per item of the dataset version."""
