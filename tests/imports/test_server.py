@@ -92,6 +92,14 @@ def test_a_second_tool_s_run_of_the_same_cases_lands_on_the_same_dataset(
     assert all(len(i["trials"]) == 1 for i in items)
     runs = _get(server, "/preprod-evals")["runs"]
     assert {r["id"] for r in runs} == {run_id, first["runId"]}
+    params = {"runs": f"{first['runId']},{run_id}", "baseline": first["runId"]}
+    compared = server.get("/preprod-compare", params=params)
+    assert compared.status_code == 200, compared.text
+    summaries = {r["runId"]: r for r in compared.json()["runs"]}
+    assert summaries[run_id]["passRate"] == 0.75 and summaries[first["runId"]]["passRate"] == 0.5
+    # As `neens exp compare` counts them on "every repeat passed": q4 regressed, q2 and q3 fixed.
+    assert summaries[run_id]["regressionsVsBaseline"] == 1
+    assert summaries[run_id]["newPassesVsBaseline"] == 2
 
 
 def test_bad_server_flags_exit_2_before_anything_is_saved(
