@@ -171,6 +171,12 @@ def _body(method: str, path: str, ids: dict[str, str], n: int) -> dict[str, Any]
         ("POST", "/notification-sinks"): {"name": f"s{n}", "url": "http://127.0.0.1:9/h"},
         ("POST", "/preprod-evals"): {"dataset_id": ids["dataset_id"], "version_label": f"v{n}"},
         ("POST", "/preprod-evals/{run_id}/items/{item_id}/error"): {"reason": "agent crashed"},
+        ("POST", "/preprod-evals/imports"): {
+            "dataset_id": ids["dataset_id"],
+            "version_label": f"import {n}",
+            "source": {"tool": "promptfoo"},
+            "items": [{"item_id": ids["item_id"], "trials": [{"trial": 0, "passed": True}]}],
+        },
         ("POST", "/sessions"): {
             "session": {"id": f"s-{n}"},
             "spans": [{"id": "root", "name": "agent.run"}],

@@ -23,3 +23,20 @@ class SweepId(Convertor[str]):
 
 
 register_url_convertor("sweep_id", SweepId())
+
+
+class RunId(Convertor[str]):
+    """A pre-prod run id in a path: `ppr_…`. So `/preprod-evals/imports` is only the import
+    route, and `GET /preprod-evals/imports` is no route at all rather than a lookup of a run
+    "imports"."""
+
+    regex = "ppr_[^/]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("run_id", RunId())

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, Literal, cast, get_args
 
-from neens.errors import RunTransitionRefused
+from neens.errors import Conflict, RunTransitionRefused
 
 __all__ = [
+    "IMPORT_MODE",
     "ITEM_STATUSES",
     "RUN_STATUSES",
     "TERMINAL",
@@ -30,6 +31,7 @@ __all__ = [
     "can_move",
     "check_move",
     "first_status",
+    "refuse_imported",
 ]
 
 RunStatus = Literal[
@@ -81,3 +83,18 @@ def check_move(run_id: str, current: str, to: RunStatus) -> None:
         current=current,
         to=to,
     )
+
+
+IMPORT_MODE: Final = "import"
+"""The `runner_mode` of a run imported from another tool's results: neither Neens nor your runner
+drove it, it was stored finished and it is read-only."""
+
+
+def refuse_imported(run_id: str, runner_mode: str, tool: str | None, action: str) -> None:
+    """Refuse `action` (e.g. "cancelled") on an imported run: its results are read-only."""
+    if runner_mode == IMPORT_MODE:
+        raise Conflict(
+            f"run {run_id} is imported from {tool or 'another tool'}: its results are "
+            f"read-only, so it cannot be {action}",
+            field="run_id",
+        )

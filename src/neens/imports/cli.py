@@ -49,6 +49,23 @@ def _read(args: argparse.Namespace) -> ImportedRun:
     return read_openai_evals(path, samples=samples)
 
 
+def _server_client(args: argparse.Namespace) -> Any:
+    """The server client for `--server`, checked before anything is read or saved; None
+    without `--server`."""
+    if not args.server:
+        for flag in ("dataset_id", "dataset_version_id", "dataset_name"):
+            if getattr(args, flag) is not None:
+                raise ConfigError(f"--{flag.replace('_', '-')} is for --server")
+        return None
+    if args.dataset_version_id is not None and args.dataset_id is None:
+        raise ConfigError("--dataset-version-id needs --dataset-id")
+    if args.dataset_name is not None and args.dataset_id is not None:
+        raise ConfigError("--dataset-name names a new dataset; with --dataset-id none is created")
+    from neens_eval.client import Client
+
+    return Client.from_env()
+
+
 async def _import(args: argparse.Namespace, run: ImportedRun) -> dict[str, Any]:
     from neens.exp.store import open_store
     from neens.imports.store import save_import
@@ -78,9 +95,26 @@ async def _import(args: argparse.Namespace, run: ImportedRun) -> dict[str, Any]:
 
 def import_command(args: argparse.Namespace) -> int:
     body: dict[str, Any] | None = None
+    if args.server and args.path is None:
+        raise ConfigError("--server sends an imported run: give PATH")
+    client = _server_client(args)
     if args.import_command != "openai-evals" or args.path is not None:
         run = _read(args)
         body = asyncio.run(_import(args, run))
+        if client is not None:
+            if not args.json:
+                _print_import(body)
+            from neens.imports.server import send_import
+
+            body["server"] = send_import(
+                client,
+                run,
+                Path(args.path),
+                body["name"],
+                dataset_id=args.dataset_id,
+                dataset_version_id=args.dataset_version_id,
+                dataset_name=args.dataset_name,
+            )
     migration = None
     if args.import_command == "openai-evals" and args.dataset and args.path is None:
         from neens.imports.migrate import migrate_command
@@ -94,8 +128,15 @@ def import_command(args: argparse.Namespace) -> int:
             out = {"migration": migration} if body is None else {**out, "migration": migration}
         print(json.dumps(out, ensure_ascii=False, allow_nan=False))
         return 0
-    if body is not None:
+    if body is not None and client is None:
         _print_import(body)
+    if body is not None and "server" in body:
+        sent = body["server"]
+        made = "new dataset" if sent["datasetCreated"] else "dataset"
+        print(
+            f"server run {sent['runId']} {sent['status']} on {made} {sent['datasetId']} "
+            f"(version {sent['datasetVersionId']}): {sent['url']}"
+        )
     return 0
 
 
@@ -129,6 +170,28 @@ def _common(parser: argparse.ArgumentParser, *, path_required: bool = True) -> N
         "--database-url",
         metavar="URL",
         help="store to use (default: $NEENS_DATABASE_URL, else SQLite at .neens/neens.db)",
+    )
+    parser.add_argument(
+        "--server",
+        action="store_true",
+        help="also send the run to the Neens server at $NEENS_BASE_URL (key: $NEENS_API_KEY) "
+        "as a read-only pre-prod run",
+    )
+    parser.add_argument(
+        "--dataset-id",
+        metavar="ID",
+        help="with --server: the server dataset whose items are the run's cases (default: a new "
+        "dataset is created from the cases)",
+    )
+    parser.add_argument(
+        "--dataset-version-id",
+        metavar="ID",
+        help="with --dataset-id: the version to use (default: its golden version)",
+    )
+    parser.add_argument(
+        "--dataset-name",
+        metavar="NAME",
+        help="with --server and no --dataset-id: the new dataset's name (default: the run's name)",
     )
     parser.set_defaults(func=_run)
 

@@ -386,6 +386,9 @@ class PreprodRun(Base):
     regressions), stored once worked out; valid only while `green_basis` is still what it rests on
     (`neens.store.sweep_greens`). None: not worked out yet."""
     green_basis: Mapped[str | None] = mapped_column(Text, default=None)
+    imported: Mapped[dict[str, Any] | None] = mapped_column(JsonType, default=None)
+    """An imported run's source (tool, version, run id, file SHA-256) and what its format cannot
+    express (`unknown`: field → reason); None on a run Neens drove. An imported run is read-only."""
 
 
 class ModelSweep(Base):
@@ -514,6 +517,10 @@ class PreprodItem(Base):
     baseline_passed: Mapped[bool | None] = mapped_column(default=None)
     captured_at: Mapped[datetime | None] = mapped_column(default=None)
     scored_at: Mapped[datetime | None] = mapped_column(default=None)
+    output: Mapped[str | None] = mapped_column(Text, default=None)
+    """An imported item's recorded answer (its first repeat's); a driven run's is its session's."""
+    trials: Mapped[list[Any] | None] = mapped_column(JsonType, default=None)
+    """An imported item's result per repeat; None on a run Neens drove."""
 
 
 class Score(Base):

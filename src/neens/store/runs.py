@@ -23,7 +23,7 @@ from typing import Any, Literal
 from sqlalchemy import func, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.domain.run_lifecycle import TERMINAL, ItemStatus, RunStatus
+from neens.domain.run_lifecycle import TERMINAL, ItemStatus, RunStatus, refuse_imported
 from neens.errors import Conflict, NotFound, Unprocessable
 from neens.store.db import Database
 from neens.store.ids import new_id
@@ -106,6 +106,8 @@ class RunInfo:
     started_at: datetime | None
     completed_at: datetime | None
     waiting: Waiting | None = None
+    imported: dict[str, Any] | None = None
+    """An imported run's source and what its format cannot express; None on a driven run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +122,10 @@ class RunItem:
     score: float | None
     passed: bool | None
     baseline_passed: bool | None
+    output: str | None = None
+    """An imported item's recorded answer; None on a driven run (its session holds it)."""
+    trials: list[dict[str, Any]] | None = None
+    """An imported item's result per repeat; None on a driven run."""
 
 
 async def _golden_version(s: AsyncSession, dataset_id: str) -> str | None:
@@ -292,6 +298,7 @@ def _info(row: PreprodRun, counts: dict[str, int], jobs: dict[str, Job]) -> RunI
         row.started_at,
         row.completed_at,
         _waiting(row, counts, jobs, utcnow()),
+        row.imported,
     )
 
 
@@ -434,6 +441,8 @@ def _run_item(i: PreprodItem, trace_id: str | None) -> RunItem:
         i.score,
         i.passed,
         i.baseline_passed,
+        i.output,
+        i.trials,
     )
 
 
@@ -470,9 +479,15 @@ async def cancel_run(db: Database, project_id: str, run_id: str) -> None:
     """Cancel an unfinished run. Cancelled is terminal: no trace links to it afterwards."""
     async with db.write() as s:
         row = await owned(s, RUN, project_id, run_id, for_update=True)
+        refuse_imported(row.id, row.runner_mode, _tool(row), "cancelled")
         if row.status in TERMINAL:
             raise Conflict(f"run {run_id} is already {row.status}", field="run_id")
         await move(s, row, "cancelled")
+
+
+def _tool(row: PreprodRun) -> str | None:
+    tool = (row.imported or {}).get("tool")
+    return tool if isinstance(tool, str) else None
 
 
 async def mark_item_error(s: AsyncSession, run_id: str, item_id: str, error: str) -> None:
@@ -510,6 +525,7 @@ async def report_item_error(
     """
     async with db.write() as s:
         run = await owned(s, RUN, project_id, run_id, for_update=True)
+        refuse_imported(run.id, run.runner_mode, _tool(run), "given an item error")
         if run.runner_mode != "runner":
             raise Conflict(
                 f"run {run_id} is in push mode: Neens records its items' failures itself",

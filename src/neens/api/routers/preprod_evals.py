@@ -6,9 +6,11 @@ from datetime import datetime
 
 from fastapi import APIRouter, Query
 
+from neens.api import paths  # noqa: F401  (the `run_id` path convertor)
 from neens.api.deps import AnyKey, DbDep, WorkerDep
 from neens.api.paging import cursor_query, decode_cursor, next_cursor
 from neens.api.schemas.preprod import (
+    ImportedTrialOut,
     ItemCounts,
     ItemErrorIn,
     PreprodCreate,
@@ -62,6 +64,7 @@ def run_out(info: store.RunInfo) -> PreprodOut:
         )
         if info.waiting is not None
         else None,
+        imported=info.imported,
     )
 
 
@@ -121,7 +124,7 @@ async def list_runs(
     return PreprodList(runs=[run_out(i) for i in infos], next_cursor=next_cursor(_RUNS, end))
 
 
-@router.get("/{run_id}", operation_id="preprod_evals-get")
+@router.get("/{run_id:run_id}", operation_id="preprod_evals-get")
 async def get_run(run_id: str, principal: AnyKey, db: DbDep) -> PreprodOut:
     return run_out(await run_detail(db, principal.project_id, run_id))
 
@@ -167,6 +170,8 @@ def _item_out(i: store.RunItem) -> PreprodItemOut:
         passed=i.passed,
         baseline_passed=i.baseline_passed,
         error=i.error,
+        output=i.output,
+        trials=[ImportedTrialOut(**t) for t in i.trials] if i.trials is not None else None,
     )
 
 

@@ -102,7 +102,10 @@ class PreprodOut(ResponseBody):
     dataset_id: str = Field(description="The dataset replayed.")
     dataset_version_id: str = Field(description="The frozen version replayed.")
     version_label: str = Field(description="What was evaluated.")
-    runner_mode: str = Field(description="`runner` or `push`.")
+    runner_mode: str = Field(
+        description="`runner`, `push`, or `import` for a run imported from another tool's "
+        "results (read-only)."
+    )
     agent_connection_id: str | None = Field(description="The connection called (push mode).")
     model: str | None = Field(
         description="The connection's model, copied at create; null when nothing honest can be "
@@ -126,6 +129,12 @@ class PreprodOut(ResponseBody):
         description="Why an unfinished run is not progressing right now; null while a worker "
         "works on it, and once the run has ended."
     )
+    imported: dict[str, Any] | None = Field(
+        default=None,
+        description="An imported run's source (tool, toolVersion, runId, task, sha256, "
+        "createdAt, repeats) and `unknown`: each field its format cannot express, with the "
+        "reason; null on a run Neens or your runner drove.",
+    )
 
 
 class PreprodList(ResponseBody):
@@ -133,6 +142,27 @@ class PreprodList(ResponseBody):
     next_cursor: str | None = Field(
         description="Pass as `cursor` (with the same filters) for the next page; null on the last."
     )
+
+
+class ImportedTrialOut(BaseModel):
+    """One repeat of an imported item, as the tool recorded it."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    trial: int
+    """The repeat index, from 0."""
+    output: str | None
+    """The answer recorded."""
+    score: float | None
+    """The score from 0 to 1; null when the tool gave none."""
+    passed: bool | None
+    """The tool's verdict; null when it gave none."""
+    error: str | None
+    """Why the repeat failed to run."""
+    cost_usd: float | None
+    """null when the tool records no cost: unknown, not free."""
+    latency_ms: float | None
+    """null when not recorded."""
 
 
 class PreprodItemOut(BaseModel):
@@ -161,6 +191,13 @@ class PreprodItemOut(BaseModel):
     """The baseline's verdict; null when the baseline has none."""
     error: str | None
     """Why the item errored."""
+    output: str | None = None
+    """An imported item's recorded answer (its first repeat's); null on a driven run, whose
+    answer is in its session."""
+    trials: list[ImportedTrialOut] | None = None
+    """An imported item's result per repeat; null on a driven run. The item passed when every
+    repeat that gave a verdict passed (a repeat that errored counts as failed), and its score is
+    the repeats' mean."""
 
 
 class PreprodItemList(BaseModel):

@@ -1,0 +1,203 @@
+"""`neens import … --server`: send an imported run to a Neens server as a read-only pre-prod run.
+
+The run needs a dataset on the server whose items are the run's cases:
+
+- with `--dataset-id`, an existing dataset (its golden version, or `--dataset-version-id`):
+  each case is matched to the item whose metadata `case_key` is the case's key, else to the one
+  item whose input is the case's input (as text). Every case must match one item and every item
+  one case, or nothing is sent.
+- without it, a new dataset named `--dataset-name` (default: the run's name) is created with one
+  golden version holding the cases in order (input and expected output as text, the case key in
+  the item's metadata), so a later import of the same cases can pass its id.
+
+The results then go to `POST /preprod-evals/imports` in one request: each case's repeats with
+their output, score, verdict, error, cost and latency as the file recorded them (null when it
+did not). NEENS_BASE_URL and NEENS_API_KEY say where and as whom.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from neens_eval.client import Client, expect_object
+from neens_eval.errors import ConfigError
+
+from neens.imports.trial import ImportedRun, Trial, text_of
+
+MAX_LISTED: Final = 100
+"""The most `unknown` entries and warnings sent; the server keeps up to this many."""
+MAX_TEXT: Final = 10_000
+
+
+def case_text(value: Any) -> str:
+    """A case's input or expected value as the text a dataset item holds."""
+    return text_of(value) or ""
+
+
+def _cases(run: ImportedRun) -> dict[str, list[Trial]]:
+    """The run's trials by case key, cases in first-seen order, repeats in index order."""
+    cases: dict[str, list[Trial]] = {}
+    for trial in run.trials:
+        cases.setdefault(trial.case_key, []).append(trial)
+    for trials in cases.values():
+        trials.sort(key=lambda t: t.trial_idx)
+    return cases
+
+
+def _trial_body(t: Trial) -> dict[str, Any]:
+    score = t.score if t.score is not None and 0 <= t.score <= 1 else None
+    return {
+        "trial": t.trial_idx,
+        "output": t.output,
+        "score": score,
+        "passed": t.passed,
+        "error": (t.error or "")[:MAX_TEXT] or None,
+        "cost_usd": t.cost_usd,
+        "latency_ms": t.latency_ms,
+    }
+
+
+def _new_dataset(client: Client, name: str, cases: Mapping[str, list[Trial]]) -> tuple[str, str]:
+    dataset = expect_object(client.post("/datasets", {"name": name[:200]}), "the new dataset")
+    items = [
+        {
+            "input": case_text(trials[0].input),
+            "expected_output": None
+            if trials[0].expected is None
+            else case_text(trials[0].expected),
+            "metadata": {"case_key": key},
+        }
+        for key, trials in cases.items()
+    ]
+    version = expect_object(
+        client.post(f"/datasets/{dataset['id']}/versions", {"items": items, "golden": True}),
+        "the new dataset version",
+    )
+    return str(dataset["id"]), str(version["id"])
+
+
+def _version_items(client: Client, dataset_id: str, version_id: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        page = expect_object(
+            client.get(
+                f"/datasets/{dataset_id}/versions/{version_id}/items",
+                {"limit": 5000, "cursor": cursor},
+            ),
+            "the dataset's items",
+        )
+        items.extend(page["items"])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return items
+
+
+def match_cases(
+    cases: Mapping[str, list[Trial]], items: list[dict[str, Any]], version_id: str
+) -> dict[str, str]:
+    """Case key → dataset item id: by the item's `case_key` metadata, else by equal input."""
+    by_key: dict[str, str] = {}
+    by_input: dict[str, list[str]] = {}
+    for item in items:
+        key = (item.get("metadata") or {}).get("case_key")
+        if isinstance(key, str):
+            by_key.setdefault(key, item["id"])
+        by_input.setdefault(item["input"], []).append(item["id"])
+    matched: dict[str, str] = {}
+    used: dict[str, str] = {}
+    for key, trials in cases.items():
+        item_id = by_key.get(key)
+        if item_id is None:
+            found = by_input.get(case_text(trials[0].input), [])
+            if len(found) != 1:
+                why = "no item has" if not found else f"{len(found)} items have"
+                raise ConfigError(
+                    f"--dataset-id: case {key!r} matches no item of version {version_id} "
+                    f"({why} its case_key or its input); import into a new dataset instead"
+                )
+            item_id = found[0]
+        if item_id in used:
+            raise ConfigError(
+                f"--dataset-id: cases {used[item_id]!r} and {key!r} both match item {item_id}"
+            )
+        used[item_id] = key
+        matched[key] = item_id
+    left = [item["id"] for item in items if item["id"] not in used]
+    if left:
+        raise ConfigError(
+            f"--dataset-id: {len(left)} item{'s' if len(left) != 1 else ''} of version "
+            f"{version_id} match no case of this run, first {left[0]}; an imported run covers "
+            "every item of the version"
+        )
+    return matched
+
+
+def _existing(
+    client: Client, dataset_id: str, version_id: str | None
+) -> tuple[str, str, list[dict[str, Any]]]:
+    if version_id is None:
+        dataset = expect_object(client.get(f"/datasets/{dataset_id}"), "the dataset")
+        version_id = dataset.get("goldenVersionId")
+        if not version_id:
+            raise ConfigError(
+                f"--dataset-id: dataset {dataset_id} has no golden version; mark one golden or "
+                "pass --dataset-version-id"
+            )
+    return dataset_id, str(version_id), _version_items(client, dataset_id, str(version_id))
+
+
+def send_import(
+    client: Client,
+    run: ImportedRun,
+    path: Path,
+    name: str,
+    *,
+    dataset_id: str | None,
+    dataset_version_id: str | None,
+    dataset_name: str | None,
+) -> dict[str, Any]:
+    """Send `run` (saved locally as `name`) to the server; return what the server stored."""
+    cases = _cases(run)
+    if dataset_id is not None:
+        dataset_id, version_id, items = _existing(client, dataset_id, dataset_version_id)
+        matched = match_cases(cases, items, version_id)
+        created = False
+    else:
+        dataset_id, version_id = _new_dataset(client, dataset_name or name, cases)
+        items = _version_items(client, dataset_id, version_id)
+        matched = {key: item["id"] for key, item in zip(cases, items, strict=True)}
+        created = True
+    body = {
+        "name": name[:500],
+        "dataset_id": dataset_id,
+        "dataset_version_id": version_id,
+        "version_label": name[:500],
+        "model": run.model,
+        "source": {
+            "tool": run.tool,
+            "tool_version": run.tool_version,
+            "run_id": run.run_id,
+            "task": run.task,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "created_at": run.created_at,
+            "unknown": dict(list(run.unknown.items())[:MAX_LISTED]),
+            "warnings": run.warnings[:MAX_LISTED],
+        },
+        "items": [
+            {"item_id": matched[key], "trials": [_trial_body(t) for t in trials]}
+            for key, trials in cases.items()
+        ],
+    }
+    stored = expect_object(client.post("/preprod-evals/imports", body), "the imported run")
+    return {
+        "runId": stored["id"],
+        "status": stored["status"],
+        "datasetId": dataset_id,
+        "datasetVersionId": version_id,
+        "datasetCreated": created,
+        "url": f"{client.base_url}/ui/preprod-evals/{stored['id']}",
+    }
