@@ -166,7 +166,9 @@ def schema(name: str) -> set[str]:
 
 
 def test_these_comparisons_have_exactly_the_fields_the_server_sends() -> None:
-    document = comparison()
+    # The other tests' arms leave out pass^k, as a server from before it did (shown as "-").
+    hat = {"passHatK": 0.9, "passHatKItems": 40}
+    document = comparison(arms=[arm("incumbent", 0, **hat), arm("mini", 1, **hat)])
     assert set(document) == schema("SweepComparisonOut")
     assert set(document["arms"][0]) == schema("ArmComparisonOut")
     assert set(document["verdict"]) == schema("VerdictOut")
