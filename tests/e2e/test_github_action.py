@@ -20,7 +20,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ import yaml
 from neens.demo.endpoints import agent_suite, serve
 from neens.store.keys import CreatedKey
 from tests.support.agent_cmd import ANSWERS
+from tests.support.ci_jobs import golden_dataset, support_connection
 from tests.support.live import LiveServer
 from tests.support.stand_in import Answer, StandInRequest, stand_in_server
 
@@ -158,13 +158,7 @@ def test_the_action_comments_the_verdict_on_the_pull_request_and_fails_the_job_o
     project = tmp_path / "repo"
     project.mkdir()
     _installed_bin(project)  # node_modules/.bin/neens-eval, as `npm install @neens/eval` makes
-    with httpx.Client(
-        timeout=30, base_url=live_server.url, headers={"Authorization": f"Bearer {key.key}"}
-    ) as api:
-        dataset = api.post("/datasets", json={"name": f"golden-{time.time_ns()}"}).json()["id"]
-        items = [{"input": prompt, "expected_output": answer} for prompt, answer in ANSWERS.items()]
-        created = api.post(f"/datasets/{dataset}/versions", json={"items": items, "golden": True})
-        assert created.status_code == 201, created.text
+    dataset = golden_dataset(live_server.url, key.key)
     answers = dict(ANSWERS)
     admin = {"Authorization": f"Bearer {admin_key.key}"}
     with (
@@ -172,10 +166,7 @@ def test_the_action_comments_the_verdict_on_the_pull_request_and_fails_the_job_o
         httpx.Client(timeout=30, base_url=live_server.url, headers=admin) as api,
         fake_github() as github,
     ):
-        connection = api.post(
-            "/agent-connections",
-            json={"name": "support", "url": agents.url("/neens"), "requestFormat": "neens"},
-        ).json()["id"]
+        connection = support_connection(api, agents.url("/neens"))
         env = {
             **os.environ,
             "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",

@@ -30,6 +30,7 @@ import yaml
 from neens.demo.endpoints import agent_suite, serve
 from neens.store.keys import CreatedKey
 from tests.support.agent_cmd import ANSWERS
+from tests.support.ci_jobs import golden_dataset, support_connection
 from tests.support.live import LiveServer
 from tests.support.stand_in import Answer, StandInRequest, stand_in_server
 
@@ -82,10 +83,7 @@ def test_the_packed_typescript_cli_pushes_a_run_and_gates_exactly_as_the_python_
         serve(*agent_suite(answers)) as agents,
         httpx.Client(timeout=30, base_url=live_server.url, headers=admin) as api,
     ):
-        connection = api.post(
-            "/agent-connections",
-            json={"name": "support", "url": agents.url("/neens"), "requestFormat": "neens"},
-        ).json()["id"]
+        connection = support_connection(api, agents.url("/neens"))
         flags = ["--dataset", dataset, "--agent-connection", connection,
                  "--min-pass-rate", "0.9", "--max-regressions", "0", "--json"]  # fmt: skip
         python = [sys.executable, "-m", "neens_eval", "eval", "push"]
@@ -121,21 +119,12 @@ def _ci_blocks() -> list[Any]:
     return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", text, re.S)]
 
 
-def _golden(url: str, key: str) -> str:
-    with httpx.Client(timeout=30, base_url=url, headers={"Authorization": f"Bearer {key}"}) as api:
-        dataset = api.post("/datasets", json={"name": f"golden-{time.time_ns()}"}).json()["id"]
-        items = [{"input": prompt, "expected_output": answer} for prompt, answer in ANSWERS.items()]
-        created = api.post(f"/datasets/{dataset}/versions", json={"items": items, "golden": True})
-        assert created.status_code == 201, created.text
-    return str(dataset)
-
-
 def test_the_typescript_github_step_of_docs_ci_works_as_written(
     live_server: LiveServer, key: CreatedKey, tmp_path: Path
 ) -> None:
     binary = _installed_bin(tmp_path)
     project = binary.parents[2]  # node_modules/.bin/neens-eval: npx finds it from the project
-    dataset = _golden(live_server.url, key.key)
+    dataset = golden_dataset(live_server.url, key.key)
     job = next(block for block in _ci_blocks() if "setup-node" in json.dumps(block))
     steps = job["jobs"]["preprod-eval"]["steps"]
     assert any(step.get("run") == "npm ci" for step in steps)
@@ -202,7 +191,7 @@ def test_the_gitlab_merge_request_job_of_docs_ci_posts_the_summary_and_keeps_the
     """The note goes to a loopback stand-in for GitLab's API (a real HTTP server)."""
     binary = _installed_bin(tmp_path)
     project = binary.parents[2]
-    dataset = _golden(live_server.url, key.key)
+    dataset = golden_dataset(live_server.url, key.key)
     job = next(block for block in _ci_blocks() if "preprod-eval-mr" in block)["preprod-eval-mr"]
     assert job["script"][0] == "npm ci"
     script = "\n".join(job["script"][1:]).replace("support-golden", dataset)
@@ -214,10 +203,7 @@ def test_the_gitlab_merge_request_job_of_docs_ci_posts_the_summary_and_keeps_the
         httpx.Client(timeout=30, base_url=live_server.url, headers=admin) as api,
         fake_gitlab() as gitlab,
     ):
-        connection = api.post(
-            "/agent-connections",
-            json={"name": "support", "url": agents.url("/neens"), "requestFormat": "neens"},
-        ).json()["id"]
+        connection = support_connection(api, agents.url("/neens"))
         variables = {
             "NEENS_BASE_URL": live_server.url,
             "NEENS_API_KEY": key.key,
