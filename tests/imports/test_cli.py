@@ -80,6 +80,19 @@ def test_bad_input_is_one_line_exit_2_and_saves_nothing(
     assert neens("exp", "list", "--json").json()["experiments"] == []
 
 
+@pytest.mark.parametrize("tool", ["inspect", "promptfoo", "mlflow", "openai-evals"])
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_json_nested_deeper_than_the_parser_goes_is_one_line_exit_2(
+    neens: Neens, tmp_path: Path, tool: str, suffix: str
+) -> None:
+    deep = tmp_path / f"deep{suffix}"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    result = neens("import", tool, str(deep))
+    assert result.code == 2 and result.out == ""
+    assert result.err.count("\n") == 1 and "JSON nested too deeply to read" in result.err
+    assert neens("exp", "list", "--json").json()["experiments"] == []
+
+
 def test_the_file_and_its_unknowns_are_kept_with_the_experiment(
     neens: Neens, tmp_path: Path
 ) -> None:

@@ -39,6 +39,7 @@ from neens.imports.trial import (
     Trial,
     check_case_key,
     check_unique,
+    loads,
     mapping,
     number,
     passed_of,
@@ -69,7 +70,7 @@ def read_inspect(path: Path, *, allow_partial: bool = False) -> ImportedRun:
         header, samples = _read_eval(path)
     else:
         try:
-            body = json.loads(path.read_bytes())
+            body = loads(path.read_bytes(), where)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ImportFormatError(
                 f"{where}: neither an .eval archive nor a JSON log: {exc}"
@@ -142,7 +143,7 @@ def read_eval_archive(path: Path) -> tuple[Mapping[str, Any], list[Mapping[str, 
             def load(name: str) -> Any:
                 try:
                     data = _member(archive, infos[name], raw)
-                    return json.loads(data)
+                    return loads(data, f"{where}: {name}")
                 except (zipfile.BadZipFile, OSError, ValueError) as exc:
                     raise ImportFormatError(f"{where}: {name}: cannot be read: {exc}") from None
 

@@ -45,6 +45,7 @@ from neens_eval.errors import ConfigError
 
 from neens.imports.errors import ImportFormatError
 from neens.imports.openai_evals import read_samples, sample_key
+from neens.imports.trial import loads
 
 OPENAI_BASE_URL: Final = "https://api.openai.com/v1"
 OPENAI_KEY_ENV: Final = "OPENAI_API_KEY"
@@ -276,7 +277,7 @@ def _load_graders(path: Path) -> list[tuple[str, Mapping[str, Any], str]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ImportFormatError(f"--graders {where}: cannot be read: {exc}") from None
     try:
-        body = json.loads(text)
+        body = loads(text, f"--graders {where}")
     except json.JSONDecodeError:
         try:
             import yaml  # type: ignore[import-untyped, unused-ignore]

@@ -34,6 +34,7 @@ from neens.imports.trial import (
     Trial,
     check_case_key,
     content_key,
+    loads,
     number,
     passed_of,
     read_file,
@@ -94,7 +95,7 @@ def read_mlflow(path: Path, *, run_id: str | None = None) -> ImportedRun:
 def _rows(path: Path, where: str) -> Iterator[Mapping[str, Any]]:
     raw = read_file(path, where)
     try:
-        body = json.loads(raw)
+        body = loads(raw, where)
     except (UnicodeDecodeError, json.JSONDecodeError):
         yield from _lines(raw, where)
         return
@@ -122,7 +123,7 @@ def _lines(raw: bytes, where: str) -> Iterator[Mapping[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads(line, f"{where} line {number_}")
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ImportFormatError(f"{where} line {number_}: not JSON: {exc}") from None
         if not isinstance(row, Mapping):
@@ -135,7 +136,7 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in ("{", "["):
         try:
             return json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return value
     return value
 

@@ -35,6 +35,7 @@ from neens.imports.trial import (
     check_unique,
     content_key,
     jsonl_objects,
+    loads,
     mapping,
     number,
     passed_of,
@@ -77,7 +78,7 @@ def read_openai_evals(path: Path, *, samples: Path | None = None) -> ImportedRun
 def _objects(path: Path, where: str) -> list[Mapping[str, Any]]:
     raw = read_file(path, where)
     try:
-        whole_body = json.loads(raw)
+        whole_body = loads(raw, where)
     except (UnicodeDecodeError, json.JSONDecodeError):
         whole_body = None
     if isinstance(whole_body, Mapping):

@@ -35,6 +35,7 @@ from neens.imports.trial import (
     check_unique,
     content_key,
     jsonl_objects,
+    loads,
     mapping,
     number,
     read_file,
@@ -105,7 +106,7 @@ def read_promptfoo(path: Path, *, arm: str | None = None) -> ImportedRun:
 
 def _json(raw: bytes, where: str) -> Any:
     try:
-        return json.loads(raw)
+        return loads(raw, where)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ImportFormatError(f"{where}: not JSON: {exc}") from None
 

@@ -178,6 +178,15 @@ def read_file(path: Path, where: str) -> bytes:
         raise ImportFormatError(f"{where}: cannot be read: {exc.strerror or exc}") from None
 
 
+def loads(raw: bytes | str, where: str) -> Any:
+    """`json.loads`, except that a document nested too deeply for the parser is an
+    ImportFormatError naming `where` rather than a RecursionError."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ImportFormatError(f"{where}: JSON nested too deeply to read") from None
+
+
 def jsonl_objects(raw: bytes, where: str) -> Iterator[Mapping[str, Any]]:
     """The JSON objects of a JSON Lines file, in line order, blank lines skipped;
     ImportFormatError naming the line that is not JSON or not an object."""
@@ -186,7 +195,7 @@ def jsonl_objects(raw: bytes, where: str) -> Iterator[Mapping[str, Any]]:
             continue
         at = f"{where} line {number_}"
         try:
-            body = json.loads(line)
+            body = loads(line, at)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ImportFormatError(f"{at}: not JSON: {exc}") from None
         yield mapping(body, at)
