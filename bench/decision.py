@@ -7,12 +7,15 @@ rows through the database driver, in interleaved rounds. Prints each round's med
 ratio, against the target: <= 2x.
 
 The rows are written, then ANALYZEd (on PostgreSQL, VACUUM ANALYZEd, as autovacuum does soon
-after a sweep's inserts). They are those of a sweep finished before run verdicts were stored
-(as in a database upgraded to this version): the first comparison works out every child run's
-verdict from its items and stores it, as the roll-up job does when a run finishes. The server is
-then restarted and the first comparison after the restart, which reads the stored verdicts, is
-timed too (it may also wait for the server's warm-up: loading the statistics libraries takes a
-second or two); the rounds run against that server.
+after a sweep's inserts). They are those of a sweep finished before run verdicts were stored and
+answers packed (as in a database upgraded to this version): the first comparison works out every
+child run's verdict from its items and stores it, and reads every run's answers and packs them,
+as the roll-up job does when a run finishes. The server is then restarted and the first
+comparison after the restart, which reads the stored verdicts and unpacks the answers, is timed
+too (it may also wait for the server's warm-up: loading the statistics libraries takes a second
+or two); the rounds run against that server. Last, a few comparisons are timed with every run's
+packed answers marked stale first (as a price set later does), so each reads every answer again:
+the cost of the first comparison after such a change, printed against the SELECT.
 
     .venv/bin/python bench/decision.py            # 10,000 items on SQLite
     .venv/bin/python bench/decision.py --quick    # 2,000 items and 2 rounds, for a smoke run
@@ -56,6 +59,8 @@ CONCURRENCY = 32
 CHUNK = 20_000
 """Rows per bulk insert."""
 SEED = 20261130
+UNPACKED_REQUESTS = 3
+"""Comparisons timed with nothing packed, after the rounds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -558,6 +563,14 @@ class Baseline:
         rows = self.conn.execute(self.sql, self.params).fetchall()
         return len(rows)
 
+    def forget_packed(self) -> int:
+        """Mark every run's packed answers stale (as a price change would), so the next
+        comparison reads every answer again; the number of packed runs."""
+        marked = self.conn.execute("UPDATE run_evidence SET basis = 'stale'").rowcount
+        if not self.postgres:
+            self.conn.commit()
+        return int(marked)
+
     def close(self) -> None:
         self.conn.close()
 
@@ -730,16 +743,34 @@ def run(args: argparse.Namespace) -> int:
                 "(median of each per round):"
             )
             rounds = measure(client, path, baseline, expected_rows, args)
+            unpacked = time_unpacked(client, path, baseline, UNPACKED_REQUESTS)
         except (RuntimeError, httpx.HTTPError) as exc:
             console.print(f"[red]{exc}[/red]")
             if server is not None:
                 console.print(f"[red]Neens log tail:[/red]\n{server.log_tail()}")
             return 1
-    report(rounds, rows)
+    report(rounds, rows, unpacked)
     return 0
 
 
-def report(rounds: list[Round], rows: int) -> None:
+def time_unpacked(
+    client: httpx.Client, path: str, baseline: Baseline, requests: int
+) -> list[float]:
+    """Comparisons that find nothing packed (each run's packed answers marked stale first, out
+    of the timing), so each reads every answer again: what the first comparison after a price
+    change costs."""
+    seconds = []
+    for _ in range(requests):
+        if baseline.forget_packed() != len(ARMS) * K:
+            raise RuntimeError("not every run's answers were packed")
+        elapsed, response = _timed(lambda: client.get(path))
+        if response.status_code != 200:
+            raise RuntimeError(f"GET {path}: HTTP {response.status_code}: {response.text[:300]}")
+        seconds.append(elapsed)
+    return seconds
+
+
+def report(rounds: list[Round], rows: int, unpacked: list[float]) -> None:
     comparison = [s for r in rounds for s in r.comparison]
     select = [s for r in rounds for s in r.select]
     ratios = [r.ratio for r in rounds]
@@ -759,6 +790,13 @@ def report(rounds: list[Round], rows: int) -> None:
         console.print("[green]TARGET MET[/green]")
     else:
         console.print("[red]TARGET MISSED[/red]")
+    select_median = statistics.median(select)
+    console.print(
+        f"a comparison that finds no run packed (the first after a price change; it reads "
+        f"every answer and packs them again): {_ms(unpacked)} (median of {len(unpacked)}), "
+        f"{statistics.median(unpacked) / select_median:.2f}x the SELECT",
+        soft_wrap=True,
+    )
     load_avg = _support.load_average()
     console.print(f"load at the end: {_load_text(load_avg)}")
 

@@ -1,7 +1,8 @@
-"""The evidence a sweep decision reads: each arm's answers added up per item in SQL
-(`store.decisions.arm_tallies`), on both databases, checked against the same numbers added up
-here, one answer at a time, from the raw rows; and the whole comparison computed from those
-tallies against the one computed from one row per answer.
+"""The evidence a sweep decision reads: each run's answers as arrays (`store.run_evidence`),
+read afresh or unpacked from a finished run's packed row, added up per item
+(`ItemArrays.add_up`), on both databases, checked against the same numbers added up here, one
+answer at a time, from the raw rows; and the whole comparison computed from those arrays against
+the one computed from one row per answer.
 
 The sweep is real (agent servers on loopback, judged by the server), with the awkward evidence
 a real sweep has: flaky items, unpriced answers, answers that name no agent or different agents,
@@ -11,6 +12,7 @@ an answer captured but not scored, and a repeat that is missing.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -20,13 +22,14 @@ from sqlalchemy import bindparam, text
 from neens.demo.endpoints import PRICED_MODEL, Agent, serve
 from neens.domain.decision import (
     ArmEvidence,
-    ItemTallies,
+    ItemArrays,
     RepeatColumns,
     compare_sweep,
 )
 from neens.store.db import Database
-from neens.store.decisions import arm_tallies, frozen_item_ids
+from neens.store.decisions import frozen_item_ids
 from neens.store.keys import CreatedKey
+from neens.store.run_evidence import runs_answers, store_packed
 from neens.views.decisions import bar_of, sweep_decision
 from neens.views.sweeps import sweep_standing
 from tests.api.test_sweep_decisions import USAGE, chat, sweep_of
@@ -79,20 +82,37 @@ def added_up(rows: Sequence[Sequence[Any]]) -> dict[str, Tally]:
     }
 
 
-def as_read(tallies: ItemTallies) -> dict[str, Tally]:
+def as_read(arrays: ItemArrays, item_ids: Sequence[str]) -> dict[str, Tally]:
+    def name(code: int) -> str | None:
+        return None if code < 0 else arrays.names[code]
+
+    costs = arrays.cost.tolist()
     return {
         item_id: (
-            tallies.cases[i],
-            tallies.scored[i],
-            tallies.passed[i],
-            tallies.unjudged[i],
-            tallies.scored_runs[i],
-            tallies.lowest_agent[i],
-            tallies.highest_agent[i],
-            sorted(c for column in tallies.costs if (c := column[i]) is not None),
+            int(arrays.cases[i]),
+            int(arrays.scored[i]),
+            int(arrays.passed[i]),
+            int(arrays.unjudged[i]),
+            int(arrays.scored_runs[i]),
+            name(int(arrays.lowest_agent[i])),
+            name(int(arrays.highest_agent[i])),
+            sorted(c for c, at in zip(costs, arrays.cost_item.tolist(), strict=True) if at == i),
         )
-        for i, item_id in enumerate(tallies.item_id)
+        for i, item_id in enumerate(item_ids)
+        if arrays.cases[i] > 0
     }
+
+
+async def read_arm(
+    db: Database, run_ids: Sequence[str], item_ids: Sequence[str], version_id: str
+) -> tuple[dict[str, Tally], int]:
+    """The arm's answers as a comparison reads them, added up; and how many of its runs were
+    read afresh (the others were unpacked) and packed again."""
+    async with db.read() as s:
+        by_run, packed = await runs_answers(s, run_ids, item_ids, version_id)
+    await store_packed(db, packed)
+    arrays = ItemArrays.add_up([by_run[run_id] for run_id in run_ids], len(item_ids))
+    return as_read(arrays, item_ids), len(packed)
 
 
 def named_by_call() -> Any:
@@ -165,23 +185,28 @@ async def test_the_tallies_read_in_sql_are_the_answers_added_up_one_by_one(
             ),
             {"r": runs["unpriced"][0]},
         )
-        await s.execute(
+        await s.execute(  # stamped, as every re-derivation of a session is
             text(
-                "UPDATE sessions SET agent_name = '' WHERE pk = (SELECT session_pk FROM "
-                "preprod_items WHERE run_id = :r AND position = 0)"
+                "UPDATE sessions SET agent_name = '', updated_at = :now WHERE pk = (SELECT "
+                "session_pk FROM preprod_items WHERE run_id = :r AND position = 0)"
             ),
-            {"r": runs["steady"][1]},
+            {"r": runs["steady"][1], "now": datetime(2100, 1, 1, tzinfo=UTC)},
         )
 
     project_id = admin_key.project_id
     view = await sweep_standing(db, project_id, sweep["id"])
     raw: dict[str, list[Any]] = {}
+    version_id = view.sweep.dataset_version_id
     async with db.read() as s:
+        item_ids = await frozen_item_ids(s, version_id)
         for arm in view.rollup.arms:
             raw[arm.id] = list((await s.execute(RAW_ANSWERS, {"runs": arm.run_ids})).all())
-            read = await arm_tallies(s, arm.run_ids)
-            assert as_read(read) == added_up(raw[arm.id]), arm.label
-        item_ids = await frozen_item_ids(s, view.sweep.dataset_version_id)
+    for arm in view.rollup.arms:
+        # Packed when each run finished; the runs changed since are read afresh and packed
+        # again; then every run is unpacked: the same numbers each time.
+        fresh, _ = await read_arm(db, arm.run_ids, item_ids, version_id)
+        assert fresh == added_up(raw[arm.id]), arm.label
+        assert await read_arm(db, arm.run_ids, item_ids, version_id) == (fresh, 0), arm.label
 
     # The evidence does hold every awkward case the test is about.
     tallies = {arm.label: added_up(raw[arm.id]) for arm in view.rollup.arms}
@@ -205,8 +230,9 @@ async def test_the_tallies_read_in_sql_are_the_answers_added_up_one_by_one(
         await s.execute(text(f"UPDATE preprod_items SET passed = NULL {where}"), one)
     async with db.read() as s:
         broken = list((await s.execute(RAW_ANSWERS, {"runs": steady.run_ids})).all())
-        assert added_up(broken)[_item(item_ids, 3)][3] == 1
-        assert as_read(await arm_tallies(s, steady.run_ids)) == added_up(broken)
+    assert added_up(broken)[_item(item_ids, 3)][3] == 1
+    # The changed verdict shows in the packed row's basis: that run is read afresh.
+    assert await read_arm(db, steady.run_ids, item_ids, version_id) == (added_up(broken), 1)
     with pytest.raises(ValueError, match="no verdict"):
         await sweep_decision(db, project_id, sweep["id"])
     async with db.write() as s:

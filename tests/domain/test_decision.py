@@ -1,10 +1,10 @@
 """The sweep decision on hand-built evidence with known answers.
 
 Every statistic is checked against statsmodels or SciPy called here, never against the
-function under test. Each test runs twice: with the repeats as item id -> `Repeat`s and as
-columns of one row per answer (`RepeatColumns.from_rows`). Both are added up per item
-(`ItemTallies`) before the rules apply, as the API's SELECT adds them up; that the two agree with
-the SQL is tests/api/test_sweep_decision_evidence.py.
+function under test. Each test runs three times: with the repeats as item id -> `Repeat`s, as
+columns of one row per answer (`RepeatColumns.from_rows`), and as the server gives them: each
+run's answers as arrays (`RunAnswers`), added up per item with `ItemArrays.add_up`. That the
+server reads the same answers from the database is tests/api/test_sweep_decision_evidence.py.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from scipy.stats import binomtest
 from statsmodels.stats.proportion import proportion_confint
@@ -21,11 +22,13 @@ from neens.domain.decision import (
     UNATTRIBUTED,
     ArmEvidence,
     Bar,
+    ItemArrays,
     Repeat,
     RepeatColumns,
     SweepComparison,
     compare_sweep,
 )
+from neens.domain.decision_types import FAILED, NO_VERDICT, NOT_SCORED, PASSED, RunAnswers
 from neens.domain.sweeps import ArmStatus
 from neens.errors import Unprocessable
 
@@ -81,7 +84,45 @@ def items(count: int, prefix: str = "i") -> list[str]:
 Compare = Callable[..., SweepComparison]
 
 
-@pytest.fixture(params=["mapping", "columns"])
+def by_run(repeats: Mapping[str, Sequence[Repeat]], item_ids: Sequence[str]) -> ItemArrays:
+    """The repeats as the server gives them: each run's answers as arrays, added up. An item
+    outside `item_ids` gets the position after the last, as an unknown item would."""
+    index = {item_id: i for i, item_id in enumerate(item_ids)}
+    answers: dict[str, list[tuple[int, int, float, str | None]]] = {}
+    for item_id, reps_of_item in repeats.items():
+        for r in reps_of_item:
+            verdict = (
+                NOT_SCORED
+                if not r.scored
+                else NO_VERDICT
+                if r.passed is None
+                else PASSED
+                if r.passed
+                else FAILED
+            )
+            cost = np.nan if r.cost_usd is None else r.cost_usd
+            answers.setdefault(r.run_id, []).append(
+                (index.get(item_id, len(item_ids)), verdict, cost, r.agent_name or None)
+            )
+    runs = []
+    for rows in answers.values():
+        names = sorted({name for *_, name in rows if name is not None})
+        runs.append(
+            RunAnswers(
+                item=np.array([row[0] for row in rows], dtype=np.int32),
+                verdict=np.array([row[1] for row in rows], dtype=np.uint8),
+                cost=np.array([row[2] for row in rows], dtype=np.float64),
+                agent=np.array(
+                    [-1 if row[3] is None else names.index(row[3]) for row in rows],
+                    dtype=np.int32,
+                ),
+                names=tuple(names),
+            )
+        )
+    return ItemArrays.add_up(runs, len(item_ids))
+
+
+@pytest.fixture(params=["mapping", "columns", "runs"])
 def compare(request: pytest.FixtureRequest) -> Compare:
     def run(
         arms: Sequence[ArmEvidence],
@@ -108,6 +149,25 @@ def compare(request: pytest.FixtureRequest) -> Compare:
                             for r in rs
                         ]
                     ),
+                )
+                for a in arms
+            ]
+        if request.param == "runs":
+            if any(
+                len({r.run_id for r in rs}) < len(rs)
+                for a in arms
+                for rs in a.repeats.values()  # type: ignore[union-attr]
+            ):
+                pytest.skip("a run answers an item at most once in what the server reads")
+            arms = [
+                ArmEvidence(
+                    a.id,
+                    a.label,
+                    a.position,
+                    a.status,
+                    a.passed,
+                    a.runs,
+                    by_run(a.repeats, item_ids),  # type: ignore[arg-type]
                 )
                 for a in arms
             ]
@@ -191,7 +251,7 @@ def test_a_scored_repeat_without_a_verdict_is_refused(compare: Compare) -> None:
 
 
 def test_repeats_of_an_item_outside_the_frozen_items_are_refused(compare: Compare) -> None:
-    with pytest.raises(ValueError, match="not in item_ids"):
+    with pytest.raises(ValueError, match="not in item_ids|outside the sweep's 1 items"):
         compare([arm("msa-x", 0, {"zz": reps(True)})], ["a"])
 
 
@@ -606,3 +666,28 @@ def test_rows_with_the_wrong_number_of_columns_are_refused() -> None:
     row: tuple[Any, ...] = ("i0", "ppr-1", True, True, 0.01)
     with pytest.raises(ValueError, match="columns"):
         RepeatColumns.from_rows([row])
+
+
+def test_a_run_that_answers_an_item_twice_is_refused() -> None:
+    twice = RunAnswers(
+        item=np.array([0, 0], dtype=np.int32),
+        verdict=np.array([PASSED, PASSED], dtype=np.uint8),
+        cost=np.array([np.nan, np.nan]),
+        agent=np.array([-1, -1], dtype=np.int32),
+        names=(),
+    )
+    with pytest.raises(ValueError, match="more than once"):
+        ItemArrays.add_up([twice], 1)
+
+
+def test_arrays_over_another_number_of_items_are_refused() -> None:
+    arrays = ItemArrays.add_up([], 2)
+    with pytest.raises(ValueError, match="arrays over 2 items, not 3"):
+        compare_sweep(
+            [ArmEvidence("msa-x", "x", 0, "completed", True, 3, arrays)],
+            ["a", "b", "c"],
+            comparable=True,
+            void_reason=None,
+            bar=Bar(0.9, "query"),
+            baseline_arm_id=None,
+        )

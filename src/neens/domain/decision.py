@@ -69,13 +69,14 @@ Unattributed last, and it is listed only when it holds an item. pass^k, status a
 each arm's own in every group.
 
 Speed: the API calls this over 6 arms × 3 runs × 10,000 items (180,000 repeats). What the rules
-read of an arm's answers is added up per item (`ItemTallies`: answers, scored, passed, distinct
-scored runs, the lowest and highest agent name, and each priced answer's cost), which the store
-does in SQL, so the API hands over one row per item and arm, never one per answer; everything
-after that is numpy over arrays (a verdict byte per item, bincounts per agent group). The
-readable form, item id -> `Repeat`s, and the columns of one row per answer (`RepeatColumns`) are
-added up the same way first (`RepeatColumns.tallies`). Costs are kept one by one and summed with
-`math.fsum` over Python floats, so the mean does not depend on the order or on the form given.
+read of an arm's answers comes added up per item as arrays over the frozen items (`ItemArrays`:
+answers, scored, passed, distinct scored runs, the lowest and highest agent name as codes, and
+each priced answer's cost), built with numpy from each run's answers (`ItemArrays.add_up`), so
+nothing here works per answer or maps an item id; everything after that is numpy over arrays (a
+verdict byte per item, bincounts per agent group). The readable forms, item id -> `Repeat`s, one
+row per answer (`RepeatColumns`) and per-item tallies (`ItemTallies`), are turned into the same
+arrays first. Costs are kept one by one and summed with `math.fsum` over Python floats, so the
+mean does not depend on the order or on the form given.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ from neens.domain.decision_types import (
     BarSource,
     ClearsBar,
     Excluded,
+    ItemArrays,
     ItemTallies,
     McNemar,
     Outcome,
@@ -125,6 +127,7 @@ __all__ = [
     "BarSource",
     "ClearsBar",
     "Excluded",
+    "ItemArrays",
     "ItemTallies",
     "McNemar",
     "Outcome",
@@ -202,7 +205,7 @@ def compare_sweep(
     index = {item_id: i for i, item_id in enumerate(item_ids)}
     if len(index) != len(item_ids):
         raise ValueError("item_ids lists an item twice")
-    evidence = [_Evidence.of(arm, index) for arm in ordered]
+    evidence = [_Evidence.of(arm, index, item_ids) for arm in ordered]
     attribution = _attribute(evidence, len(item_ids))
     groups = len(attribution.names) + 2  # the named agents, Unattributed, never captured
     per_group = _count(evidence, base, attribution.group, groups)
@@ -265,83 +268,99 @@ def _codes(values: Sequence[str], lookup: Mapping[str, int]) -> _Ints:
     return np.fromiter(map(lookup.__getitem__, values), dtype=np.intp, count=len(values))
 
 
-def _per_item(size: int, item: _Ints, values: Sequence[int]) -> _Ints:
+def _spread(size: int, item: _Ints, values: Sequence[int]) -> npt.NDArray[np.int64]:
     """A tally column spread over all items (0 where the arm has no tally)."""
     weights = np.asarray(values, dtype=np.float64)  # counts: exact in a float64
-    return np.bincount(item, weights=weights, minlength=size).astype(np.intp)
+    return np.bincount(item, weights=weights, minlength=size).astype(np.int64)
+
+
+def _arrays(arm: ArmEvidence, index: Mapping[str, int]) -> ItemArrays:
+    """The arm's answers as arrays over the items of `index`, whatever form they were given in."""
+    repeats = arm.repeats
+    size = len(index)
+    if isinstance(repeats, ItemArrays):
+        if len(repeats) != size:
+            raise ValueError(f"arm {arm.id} has arrays over {len(repeats)} items, not {size}")
+        return repeats
+    if isinstance(repeats, ItemTallies):
+        tallies = repeats
+    else:
+        columns = repeats if isinstance(repeats, RepeatColumns) else RepeatColumns.of(repeats)
+        tallies = columns.tallies()
+    try:
+        item = _codes(tallies.item_id, index)
+    except KeyError as error:
+        raise ValueError(f"arm {arm.id} has repeats of an item not in item_ids: {error}") from None
+    names = sorted({name for name in (*tallies.lowest_agent, *tallies.highest_agent) if name})
+    code = {name: i for i, name in enumerate(names)}
+    none = len(names)
+    lowest = np.full(size, none, dtype=np.int64)
+    highest = np.full(size, -1, dtype=np.int64)
+    for column, ufunc in ((tallies.lowest_agent, np.minimum), (tallies.highest_agent, np.maximum)):
+        named = [i for i, name in enumerate(column) if name]
+        target = lowest if ufunc is np.minimum else highest
+        ufunc.at(target, item[named], [code[column[i]] for i in named])  # type: ignore[index]
+    lowest[lowest == none] = -1
+    if tallies.costs:
+        table = np.array(
+            [np.asarray(column, dtype=np.float64) for column in tallies.costs], dtype=np.float64
+        )
+    else:
+        table = np.zeros((0, len(item)), dtype=np.float64)
+    priced = ~np.isnan(table)
+    return ItemArrays(
+        names=tuple(names),
+        cases=_spread(size, item, tallies.cases),
+        scored=_spread(size, item, tallies.scored),
+        passed=_spread(size, item, tallies.passed),
+        unjudged=_spread(size, item, tallies.unjudged),
+        scored_runs=_spread(size, item, tallies.scored_runs),
+        lowest_agent=lowest,
+        highest_agent=highest,
+        cost_item=np.broadcast_to(item, table.shape)[priced].astype(np.int64),
+        cost=table[priced],
+    )
 
 
 @dataclass(slots=True)
 class _Evidence:
     arm: ArmEvidence
-    tallies: ItemTallies
-    item: _Ints
-    """Per tally: the item's position in item_ids."""
-    cases: _Ints
+    arrays: ItemArrays
+    cases: npt.NDArray[np.int64]
     """Per item: captured answers."""
     verdicts: npt.NDArray[np.uint8]
     """Per item: _UNSCORED, _PASS, _PASS_ALL_K, _FAIL or _FLAKY."""
-    cost_item: _Ints
+    cost_item: npt.NDArray[np.int64]
     """Per priced answer: its item's position."""
     cost: _Floats
     """Per priced answer: its cost."""
-    scored_n: _Ints
+    scored_n: npt.NDArray[np.int64]
     """Per item: scored repeats."""
-    hits_n: _Ints
+    hits_n: npt.NDArray[np.int64]
     """Per item: scored repeats that passed."""
 
     @classmethod
-    def of(cls, arm: ArmEvidence, index: Mapping[str, int]) -> _Evidence:
-        tallies = arm.repeats
-        if not isinstance(tallies, ItemTallies):
-            columns = tallies if isinstance(tallies, RepeatColumns) else RepeatColumns.of(tallies)
-            tallies = columns.tallies()
-        try:
-            item = _codes(tallies.item_id, index)
-        except KeyError as error:
+    def of(cls, arm: ArmEvidence, index: Mapping[str, int], item_ids: Sequence[str]) -> _Evidence:
+        arrays = _arrays(arm, index)
+        if arrays.unjudged.any():
+            where = int(np.flatnonzero(arrays.unjudged)[0])
             raise ValueError(
-                f"arm {arm.id} has repeats of an item not in item_ids: {error}"
-            ) from None
-        unjudged = np.asarray(tallies.unjudged, dtype=np.intp)
-        if unjudged.any():
-            where = int(np.flatnonzero(unjudged)[0])
-            raise ValueError(
-                f"arm {arm.id}, item {tallies.item_id[where]}: a scored repeat has no verdict "
+                f"arm {arm.id}, item {item_ids[where]}: a scored repeat has no verdict "
                 "(passed is None)"
             )
-        size = len(index)
-        scored_n = _per_item(size, item, tallies.scored)
-        hits_n = _per_item(size, item, tallies.passed)
+        scored_n, hits_n = arrays.scored, arrays.passed
         # "Passed on every one of its k runs" counts distinct runs, not repeats.
-        runs_n = _per_item(size, item, tallies.scored_runs)
+        runs_n = arrays.scored_runs
 
-        verdicts = np.zeros(size, dtype=np.uint8)
+        verdicts = np.zeros(len(arrays), dtype=np.uint8)
         is_scored = scored_n > 0
         all_passed = is_scored & (hits_n == scored_n)
         verdicts[is_scored] = _FAIL
         verdicts[is_scored & (hits_n > 0) & ~all_passed] = _FLAKY
         verdicts[all_passed] = _PASS
         verdicts[all_passed & (runs_n >= arm.runs)] = _PASS_ALL_K
-
-        if tallies.costs:
-            table = np.array(
-                [np.asarray(column, dtype=np.float64) for column in tallies.costs],
-                dtype=np.float64,
-            )
-        else:
-            table = np.zeros((0, len(item)), dtype=np.float64)
-        priced = ~np.isnan(table)
-        cost_item = np.broadcast_to(item, table.shape)[priced]
         return cls(
-            arm,
-            tallies,
-            item,
-            _per_item(size, item, tallies.cases),
-            verdicts,
-            cost_item,
-            table[priced],
-            scored_n,
-            hits_n,
+            arm, arrays, arrays.cases, verdicts, arrays.cost_item, arrays.cost, scored_n, hits_n
         )
 
 
@@ -366,24 +385,22 @@ def _attribute(evidence: Sequence[_Evidence], size: int) -> _Attribution:
     docstring for no name and conflicting names)."""
     lookup: dict[str, int] = {}
     captured = np.zeros(size, dtype=np.bool_)
-    named: list[tuple[_Ints, _Ints]] = []
+    # Per item, the lowest and the highest name code its sessions reported across the arms:
+    # equal when they agree, different when they conflict, and still at their initial values
+    # when none did.
+    unset = np.iinfo(np.int64).max
+    lowest = np.full(size, unset, dtype=np.int64)
+    highest = np.full(size, -1, dtype=np.int64)
     for arm in evidence:
         captured |= arm.cases > 0
-        for column in (arm.tallies.lowest_agent, arm.tallies.highest_agent):
-            local: dict[str | None, int] = {}
-            for name in dict.fromkeys(column):
-                local[name] = lookup.setdefault(name, len(lookup)) if name else -1
-            code = np.fromiter(map(local.__getitem__, column), dtype=np.intp, count=len(column))
-            has_name = code >= 0
-            named.append((arm.item[has_name], code[has_name]))
-    # Per item, the lowest and the highest name code its sessions reported: equal when they
-    # agree, different when they conflict, and still at their initial values when none did.
-    voter = np.concatenate([item for item, _ in named]) if named else np.zeros(0, np.intp)
-    vote = np.concatenate([code for _, code in named]) if named else np.zeros(0, np.intp)
-    lowest = np.full(size, len(lookup), dtype=np.intp)
-    highest = np.full(size, -1, dtype=np.intp)
-    np.minimum.at(lowest, voter, vote)
-    np.maximum.at(highest, voter, vote)
+        arrays = arm.arrays
+        remap = np.array(
+            [*(lookup.setdefault(name, len(lookup)) for name in arrays.names), -1], dtype=np.int64
+        )
+        for column in (arrays.lowest_agent, arrays.highest_agent):
+            code = remap[column]  # -1 (none) picks the trailing -1
+            lowest = np.minimum(lowest, np.where(code >= 0, code, unset))
+            highest = np.maximum(highest, code)
     voted = highest >= 0
     conflict = voted & (lowest != highest)
     name_of = np.where(voted & ~conflict, lowest, -1)
@@ -429,7 +446,8 @@ def regression_items(
     items `compare_sweep` counts as `regressions` and `new_passes`, by the same rule."""
     index = {item_id: i for i, item_id in enumerate(item_ids)}
     regressed, newly = _regression_masks(
-        _Evidence.of(arm, index).verdicts, _Evidence.of(baseline, index).verdicts
+        _Evidence.of(arm, index, item_ids).verdicts,
+        _Evidence.of(baseline, index, item_ids).verdicts,
     )
     return (
         [item_ids[i] for i in np.flatnonzero(regressed).tolist()],
@@ -470,15 +488,7 @@ def _count(
         costs = _costs_by_group(arm.cost, group[arm.cost_item], groups)
         k = arm.arm.runs
         eligible = np.flatnonzero(arm.scored_n >= k) if k >= 1 else np.zeros(0, np.intp)
-        estimates = np.asarray(
-            [
-                case_pass_hat_k(c, n, k)
-                for c, n in zip(
-                    arm.hits_n[eligible].tolist(), arm.scored_n[eligible].tolist(), strict=True
-                )
-            ],
-            dtype=np.float64,
-        )
+        estimates = _pass_hat_k(arm.hits_n[eligible], arm.scored_n[eligible], k)
         pass_hat = _costs_by_group(estimates, group[eligible], groups)
         out.append(
             [
@@ -500,6 +510,18 @@ def _count(
             ]
         )
     return out
+
+
+def _pass_hat_k(hits: npt.NDArray[np.int64], scored: npt.NDArray[np.int64], k: int) -> _Floats:
+    """Per item, `case_pass_hat_k` of its (hits, scored) counts: worked out once per distinct
+    pair (an arm's items take a handful of them) and spread back over the items."""
+    if not len(scored):
+        return np.zeros(0, dtype=np.float64)
+    width = int(scored.max()) + 1
+    pairs, where = np.unique(hits * width + scored, return_inverse=True)
+    values = [case_pass_hat_k(pair // width, pair % width, k) for pair in pairs.tolist()]
+    spread: _Floats = np.asarray(values, dtype=np.float64)[where.reshape(-1)]
+    return spread
 
 
 def _costs_by_group(cost: _Floats, owner: _Ints, groups: int) -> list[list[float]]:

@@ -8,7 +8,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from neens.domain.sweeps import ArmStatus
 from neens.errors import Unprocessable
@@ -157,12 +160,8 @@ class RepeatColumns:
 @dataclass(frozen=True, slots=True)
 class ItemTallies:
     """An arm's captured answers added up per item, one entry per item it captured: everything
-    `compare_sweep` reads of them.
-
-    The store adds them up in SQL (one GROUP BY per arm), so a sweep of 10,000 items reads one
-    row per item and arm instead of one per answer; `RepeatColumns.tallies` adds up the same
-    from one row per answer.
-    """
+    `compare_sweep` reads of them, keyed by item id (`RepeatColumns.tallies` adds them up from
+    one row per answer; the server gives `ItemArrays` instead)."""
 
     item_id: Sequence[str]
     cases: Sequence[int]
@@ -211,6 +210,135 @@ NO_TALLIES = ItemTallies((), (), (), (), (), (), (), (), ())
 """An arm that captured nothing."""
 
 
+# A run's verdict on one captured answer, one byte each (`RunAnswers.verdict`).
+NOT_SCORED: Final = 0
+PASSED: Final = 1
+FAILED: Final = 2
+NO_VERDICT: Final = 3
+"""Scored without a verdict: evidence that contradicts itself (a ValueError when compared)."""
+
+_Ints = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RunAnswers:
+    """One child run's captured answers as arrays, one entry per answer (a run answers an item
+    at most once): the item's position in the sweep's frozen item order, the run's verdict
+    (`NOT_SCORED`, `PASSED`, `FAILED` or `NO_VERDICT`), the session's cost (NaN when unpriced:
+    unknown, never 0) and the agent name it reported (an index into `names`; -1 for none)."""
+
+    item: npt.NDArray[np.int32]
+    verdict: npt.NDArray[np.uint8]
+    cost: npt.NDArray[np.float64]
+    agent: npt.NDArray[np.int32]
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        lengths = {len(self.item), len(self.verdict), len(self.cost), len(self.agent)}
+        if len(lengths) > 1:
+            raise ValueError(f"the run's answer columns differ in length: {sorted(lengths)}")
+        if len(self.agent) and int(self.agent.max(initial=-1)) >= len(self.names):
+            raise ValueError("an answer names an agent outside the run's names")
+
+    def __len__(self) -> int:
+        return len(self.item)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ItemArrays:
+    """An arm's answers added up per item, as arrays over the sweep's frozen items in order
+    (zeros for an item the arm never captured): what `compare_sweep` computes on. `add_up`
+    builds it from the arm's runs; `ItemTallies` and `RepeatColumns` are turned into it."""
+
+    names: tuple[str, ...]
+    """The agent names reported; `lowest_agent` and `highest_agent` index it."""
+    cases: _Ints
+    scored: _Ints
+    passed: _Ints
+    unjudged: _Ints
+    scored_runs: _Ints
+    lowest_agent: _Ints
+    highest_agent: _Ints
+    """Per item, the lowest and the highest agent name its answers reported (by code point),
+    as indexes into `names`; -1 when none reported one."""
+    cost_item: _Ints
+    cost: npt.NDArray[np.float64]
+    """One entry per priced answer: its item's position and its cost, kept one by one."""
+
+    def __post_init__(self) -> None:
+        sizes = {
+            len(column)
+            for column in (
+                self.cases,
+                self.scored,
+                self.passed,
+                self.unjudged,
+                self.scored_runs,
+                self.lowest_agent,
+                self.highest_agent,
+            )
+        }
+        if len(sizes) > 1:
+            raise ValueError(f"the item arrays differ in length: {sorted(sizes)}")
+        if len(self.cost_item) != len(self.cost):
+            raise ValueError("the priced answers' items and costs differ in length")
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    @classmethod
+    def add_up(cls, runs: Sequence[RunAnswers], size: int) -> ItemArrays:
+        """The answers of an arm's runs (`runs`) added up over `size` items. ValueError when a
+        run answers an item twice or an answer's item is outside the `size` items."""
+        names = sorted({name for run in runs for name in run.names})
+        code = {name: i for i, name in enumerate(names)}
+        cases = np.zeros(size, dtype=np.int64)
+        scored = np.zeros(size, dtype=np.int64)
+        passed = np.zeros(size, dtype=np.int64)
+        unjudged = np.zeros(size, dtype=np.int64)
+        none = len(names)
+        lowest = np.full(size, none, dtype=np.int64)
+        highest = np.full(size, -1, dtype=np.int64)
+        cost_items: list[npt.NDArray[np.int32]] = []
+        costs: list[npt.NDArray[np.float64]] = []
+        for run in runs:
+            if not len(run):
+                continue
+            if int(run.item.min()) < 0 or int(run.item.max()) >= size:
+                raise ValueError(f"a run answered an item outside the sweep's {size} items")
+            answered = np.bincount(run.item, minlength=size)
+            if int(answered.max()) > 1:
+                raise ValueError("a run answered an item more than once")
+            cases += answered
+            scored += np.bincount(run.item[run.verdict != NOT_SCORED], minlength=size)
+            passed += np.bincount(run.item[run.verdict == PASSED], minlength=size)
+            unjudged += np.bincount(run.item[run.verdict == NO_VERDICT], minlength=size)
+            remap = np.array([*(code[name] for name in run.names), -1], dtype=np.int64)
+            agent = remap[run.agent]  # -1 (none) picks the trailing -1
+            named = agent >= 0
+            # One answer per item and run, so these are elementwise over the run's items.
+            lowest[run.item[named]] = np.minimum(lowest[run.item[named]], agent[named])
+            highest[run.item[named]] = np.maximum(highest[run.item[named]], agent[named])
+            priced = ~np.isnan(run.cost)
+            cost_items.append(run.item[priced])
+            costs.append(run.cost[priced])
+        lowest[lowest == none] = -1
+        return cls(
+            names=tuple(names),
+            cases=cases,
+            scored=scored,
+            passed=passed,
+            unjudged=unjudged,
+            scored_runs=scored.copy(),  # a run answers an item at most once
+            lowest_agent=lowest,
+            highest_agent=highest,
+            cost_item=np.concatenate(cost_items).astype(np.int64)
+            if cost_items
+            else np.zeros(0, dtype=np.int64),
+            cost=np.concatenate(costs) if costs else np.zeros(0, dtype=np.float64),
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class ArmEvidence:
     """One arm of the sweep as rolled up, with every answer its runs captured."""
@@ -223,9 +351,10 @@ class ArmEvidence:
     """pass^k from the sweep roll-up: True only when all k runs finished green."""
     runs: int
     """k."""
-    repeats: Mapping[str, Sequence[Repeat]] | RepeatColumns | ItemTallies
+    repeats: Mapping[str, Sequence[Repeat]] | RepeatColumns | ItemTallies | ItemArrays
     """Item id -> the repeats captured for it (items never captured are absent), the same
-    repeats as columns, or already added up per item."""
+    repeats as columns, already added up per item, or added up as arrays over the sweep's
+    items in order."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,102 +1,28 @@
-"""The evidence a sweep decision is computed from: each arm's captured answers added up per item.
-
-Only verdicts, costs and agent names are read, never a session's texts or span tree, and they
-are added up in SQL (one GROUP BY per arm, over covering indexes of pre-prod items and
-sessions), so a comparison over 6 arms × 3 runs × 10,000 items reads one row per item and arm
-rather than one per answer: about as much as a bare SELECT of its score rows.
-"""
+"""What a sweep decision reads besides its runs' answers (`store.run_evidence`): the frozen
+items in order, and for the drill-down the items' texts, each arm's answers with their sessions'
+outputs, and the judges' notes."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
-from sqlalchemy import Integer, and_, case, func, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.domain.decision_types import NO_TALLIES, ItemTallies
 from neens.store.models import DatasetItem, Judge, PreprodItem, Score, SweepRun, TraceSession
-
-_BASE = 256
-"""Each answer adds a code to its item's one sum: 1 (an answer), plus _BASE if scored, plus
-_BASE² if it passed, or _BASE³ if it has no verdict; the sum holds the four counts, one per
-base-256 digit. An arm has at most `MAX_RUNS` runs and a run answers an item at most once, so no
-count reaches _BASE."""
-MAX_RUNS = _BASE - 1
-
-
-def _answer_code() -> Any:
-    scored = PreprodItem.status == "scored"
-    return case(
-        (and_(scored, PreprodItem.passed.is_(True)), 1 + _BASE + _BASE**2),
-        (and_(scored, PreprodItem.passed.is_(None)), 1 + _BASE + _BASE**3),
-        (scored, 1 + _BASE),
-        else_=1,
-    )
-
-
-async def arm_tallies(s: AsyncSession, run_ids: Sequence[str]) -> ItemTallies:
-    """One arm's captured answers (those of its launched runs `run_ids`) added up per item, by
-    the definitions of `RepeatColumns.tallies`; items it never captured are absent.
-
-    A run captures an item at most once (`preprod_items` is unique on run and item), so an
-    item's scored answers come from as many distinct runs, and its cost columns are one per
-    run: each holds the one cost of that run's answer, exactly as stored."""
-    if not run_ids:
-        return NO_TALLIES
-    if len(run_ids) > MAX_RUNS:
-        raise ValueError(f"an arm has at most {MAX_RUNS} runs, got {len(run_ids)}")
-    connection = await s.connection()
-    name: Any = func.nullif(TraceSession.agent_name, "")
-    if connection.dialect.name == "postgresql":
-        name = name.collate("C")  # by code point, as SQLite's BINARY and Python's min and max
-    rows = (
-        await connection.execute(
-            select(
-                PreprodItem.item_id,
-                func.sum(_answer_code(), type_=Integer),
-                func.min(name),
-                func.max(name),
-                *(
-                    func.max(case((PreprodItem.run_id == run_id, TraceSession.cost_usd)))
-                    for run_id in run_ids
-                ),
-            )
-            .join(TraceSession, TraceSession.pk == PreprodItem.session_pk)
-            .where(PreprodItem.run_id.in_(list(run_ids)))
-            .group_by(PreprodItem.item_id)
-        )
-    ).all()
-    if not rows:
-        return NO_TALLIES
-    item_id, codes, lowest, highest, *costs = zip(*rows, strict=True)
-    digits = np.asarray(codes, dtype=np.int64)
-    scored = ((digits // _BASE) % _BASE).tolist()
-    return ItemTallies(
-        item_id=item_id,
-        cases=(digits % _BASE).tolist(),
-        scored=scored,
-        passed=((digits // _BASE**2) % _BASE).tolist(),
-        unjudged=(digits // _BASE**3).tolist(),
-        scored_runs=scored,
-        lowest_agent=lowest,
-        highest_agent=highest,
-        costs=costs,
-    )
 
 
 async def frozen_item_ids(s: AsyncSession, version_id: str) -> Sequence[str]:
     """The dataset version's items, in order."""
-    return list(
-        await s.scalars(
-            select(DatasetItem.id)
-            .where(DatasetItem.version_id == version_id)
-            .order_by(DatasetItem.position)
-        )
+    connection = await s.connection()
+    rows = await connection.execute(
+        select(DatasetItem.id)
+        .where(DatasetItem.version_id == version_id)
+        .order_by(DatasetItem.position)
     )
+    return rows.scalars().all()
 
 
 @dataclass(frozen=True, slots=True)

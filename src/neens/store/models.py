@@ -16,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -389,6 +390,23 @@ class PreprodRun(Base):
     imported: Mapped[dict[str, Any] | None] = mapped_column(JsonType, default=None)
     """An imported run's source (tool, version, run id, file SHA-256) and what its format cannot
     express (`unknown`: field → reason); None on a run Neens drove. An imported run is read-only."""
+
+
+class RunEvidence(Base):
+    """A finished run's captured answers as a sweep decision reads them (verdict, cost, agent
+    name per answer), packed once so a comparison does not re-read every answer; valid only while
+    `basis` is still what they rest on (`neens.store.run_evidence`)."""
+
+    __tablename__ = "run_evidence"
+
+    run_id: Mapped[str] = mapped_column(
+        ForeignKey("preprod_runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    basis: Mapped[str] = mapped_column(Text)
+    names: Mapped[list[Any]] = mapped_column(JsonType)
+    """The agent names the answers reported; the packed agent codes index it."""
+    answers: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class ModelSweep(Base):

@@ -1,5 +1,5 @@
 """A sweep's per-answer evidence as rows: what an exported evidence bundle holds, one row per
-captured answer, read by exactly the rules `decisions.arm_tallies` adds them up by (an arm's
+captured answer, read by exactly the rules the comparison adds them up by (`run_evidence`; an arm's
 launched runs, answers joined to their captured session), so the bundle's rows add up to the
 numbers of the decision served beside them."""
 

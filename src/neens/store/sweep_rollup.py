@@ -25,6 +25,7 @@ from neens.domain.sweeps import (
 )
 from neens.store.db import Database
 from neens.store.models import ModelSweep, PreprodRun, SweepArm, SweepRun
+from neens.store.run_evidence import pack_finished_runs
 from neens.store.run_lifecycle import move
 from neens.store.runs import status_counts
 from neens.store.sweep_greens import Worked, greens, keep_greens
@@ -143,12 +144,32 @@ async def roll_up_sweep(db: Database, sweep_id: str) -> SweepRollup | None:
     """Recompute the sweep from its child runs, persist what changed, and launch each arm's
     next run when its previous one finished. None when the sweep no longer exists."""
     worked: list[Worked] = []
+    finished: list[str] = []
+    version_id = ""
     async with db.read() as s:
         # The runs' verdicts first, outside the write, stored at its start: a write on SQLite
         # holds the one write lock every answer of every arm waits on.
         known = await s.get(ModelSweep, sweep_id)
         if known is not None:
-            worked = (await load_state(s, known)).worked
+            known_state = await load_state(s, known)
+            worked = known_state.worked
+            version_id = known.dataset_version_id
+            finished = [
+                slot.run_id
+                for arm in known_state.rows
+                for slot in arm.slots
+                if slot.run_id is not None
+                and slot.run is not None
+                and slot.run.status in RUN_TERMINAL
+            ]
+    rolled = await _roll_up(db, sweep_id, worked)
+    # The finished runs' answers packed for sweep decisions, after the write, so the next
+    # run's launch does not wait for it.
+    await pack_finished_runs(db, version_id, finished)
+    return rolled
+
+
+async def _roll_up(db: Database, sweep_id: str, worked: list[Worked]) -> SweepRollup | None:
     async with db.write() as s:
         sweep = await s.scalar(
             select(ModelSweep).where(ModelSweep.id == sweep_id).with_for_update()

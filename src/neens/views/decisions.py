@@ -14,7 +14,7 @@ from neens.domain.decision import (
     DEFAULT_BAR,
     ArmEvidence,
     Bar,
-    ItemTallies,
+    ItemArrays,
     SweepComparison,
     compare_sweep,
     regression_items,
@@ -23,6 +23,7 @@ from neens.domain.stats import mean
 from neens.domain.sweeps import SweepRollup
 from neens.errors import Conflict, NotFound
 from neens.store import decisions as store
+from neens.store import run_evidence
 from neens.store.db import Database
 from neens.store.failure_modes import annotations_for_sessions, failure_modes_named
 from neens.store.models import ModelSweep
@@ -33,7 +34,7 @@ from neens.views.sweeps import SweepStanding, sweep_standing
 class SweepDecision:
     view: SweepStanding
     comparison: SweepComparison
-    answers: dict[str, ItemTallies]
+    answers: dict[str, ItemArrays]
     """Arm id -> its answers added up per item, as the comparison read them (the drill-down
     finds its regressed items in them)."""
     item_ids: Sequence[str]
@@ -68,10 +69,18 @@ async def sweep_decision(
 ) -> SweepDecision:
     """The comparison of the sweep as it is now (a void sweep compares nothing across arms)."""
     view = await sweep_standing(db, project_id, sweep_id)
-    async with db.read() as s:
-        answers = {arm.id: await store.arm_tallies(s, arm.run_ids) for arm in view.rollup.arms}
-        item_ids = await store.frozen_item_ids(s, view.sweep.dataset_version_id)
     rollup = view.rollup
+    version_id = view.sweep.dataset_version_id
+    async with db.read() as s:
+        item_ids = await store.frozen_item_ids(s, version_id)
+        by_run, packed = await run_evidence.runs_answers(
+            s, [run_id for arm in rollup.arms for run_id in arm.run_ids], item_ids, version_id
+        )
+    await run_evidence.store_packed(db, packed)
+    answers = {
+        arm.id: ItemArrays.add_up([by_run[run_id] for run_id in arm.run_ids], len(item_ids))
+        for arm in rollup.arms
+    }
     arms = [
         ArmEvidence(
             id=arm.id,
