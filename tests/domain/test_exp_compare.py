@@ -1,11 +1,13 @@
-"""`exp compare`'s rules, each as a sentence: the interval decides, McNemar is reported beside
-it, and what holds the gate."""
+"""`exp compare`'s rules, each as a sentence: the interval and the exact sign test decide
+together (a "borderline" flag when they disagree), McNemar is reported beside them, and what
+holds the gate. Every p-value is checked against SciPy's binomtest or statsmodels' mcnemar."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 
 from neens.domain.exp_compare import Side, TrialOutcome, compare
@@ -88,17 +90,139 @@ def test_a_clear_gain_is_better_and_ships() -> None:
 def test_a_clear_loss_is_worse() -> None:
     a, b = cells(30, 25, 1, 44)
     result = compare(a, b)
-    assert result.verdict == "worse" and result.verdict_reason == "CI below 0"
+    assert result.verdict == "worse"
+    assert result.verdict_reason == "CI below 0, exact sign test p<0.001"
+    assert result.test is not None
+    assert result.test.p == pytest.approx(binomtest(1, 26, 0.5).pvalue, rel=1e-12)
+    assert not result.ship and not result.borderline
+
+
+def test_two_cases_that_both_flipped_are_borderline_not_better_and_hold_the_gate() -> None:
+    """The percentile interval collapses to [+100pp, +100pp]; exact McNemar gives p = 0.5."""
+    a, b = cells(0, 0, 2, 0)
+    result = compare(a, b)
+    assert result.interval == (1.0, 1.0) and result.interval_verdict == "better"
+    expected = binomtest(2, 2, 0.5).pvalue
+    assert result.test is not None and result.test.p == pytest.approx(expected, rel=1e-12)
+    assert result.mcnemar_p == pytest.approx(
+        mcnemar([[0, 0], [2, 0]], exact=True).pvalue, rel=1e-12
+    )
+    assert result.test.same_as_mcnemar and (result.test.up, result.test.down) == (2, 0)
+    assert result.verdict == "inconclusive" and result.borderline
+    assert result.verdict_reason == "CI above 0 but exact sign test p=0.500 on 2 changed cases"
+    assert result.disagreement == (
+        "the interval excludes 0 but the exact sign test does not reject at 5% "
+        "(p=0.500 on 2 changed cases)"
+    )
     assert not result.ship
+    assert result.holds == [
+        "B is not shown better (CI above 0 but exact sign test p=0.500 on 2 changed cases)"
+    ]
+    one = compare(*cells(0, 0, 1, 0))
+    assert one.verdict == "inconclusive" and not one.ship
+    assert one.test is not None and one.test.p == pytest.approx(binomtest(1, 1).pvalue)
+    assert one.verdict_reason.endswith("on 1 changed case")
+    # The same the other way: two cases that both broke are not shown worse.
+    lost = compare(*cells(0, 2, 0, 0))
+    assert lost.interval_verdict == "worse" and lost.verdict == "inconclusive"
+    assert lost.verdict_reason.startswith("CI below 0 but exact sign test p=0.500")
 
 
-def test_when_the_interval_and_mcnemar_disagree_a_line_says_so_and_the_interval_decides() -> None:
-    a, b = cells(20, 2, 9, 19)  # ideal interval [0.02, 0.26], exact McNemar p = 0.065
-    result = compare(a, b, seed=5)
-    assert result.mcnemar_p == pytest.approx(0.0654, abs=1e-4)
-    assert result.verdict == "better"
-    assert result.disagreement is not None
-    assert result.disagreement.startswith("the interval excludes 0 but exact McNemar does not")
+def test_the_stats_methods_vector_b2_c9_n50_is_borderline_and_holds() -> None:
+    """stats-methods §3 (`pboot_n10_2_n01_9_n50`): ideal percentile interval [0.02, 0.26],
+    exact McNemar p = 0.065. The interval alone would say better; the test does not agree."""
+    a, b = cells(20, 2, 9, 19)
+    for seed in (None, 5):
+        result = compare(a, b, seed=seed)
+        assert result.interval is not None and result.interval.low > 0
+        assert result.interval_verdict == "better"
+        reference = mcnemar([[20, 2], [9, 19]], exact=True).pvalue
+        assert result.mcnemar_p == pytest.approx(reference, rel=1e-12)
+        assert result.test is not None
+        assert result.test.p == pytest.approx(binomtest(9, 11, 0.5).pvalue, rel=1e-12)
+        assert result.test.p == pytest.approx(reference, rel=1e-12)
+        assert (result.test.up, result.test.down, result.test.unchanged) == (9, 2, 39)
+        assert result.verdict == "inconclusive" and result.borderline
+        assert "exact sign test p=0.065 on 11 changed cases" in result.verdict_reason
+        assert result.disagreement is not None and "(p=0.065 on 11 changed cases)" in (
+            result.disagreement
+        )
+        assert not result.ship
+        assert any("exact sign test p=0.065" in hold for hold in result.holds)
+
+
+def test_a_clear_win_of_twelve_flips_is_better_and_ships() -> None:
+    result = compare(*cells(0, 0, 12, 0))
+    assert result.interval == (1.0, 1.0)
+    assert result.test is not None
+    assert result.test.p == pytest.approx(binomtest(12, 12, 0.5).pvalue, rel=1e-12)
+    assert result.verdict == "better" and result.ship and not result.borderline
+    assert result.verdict_reason == "CI above 0, exact sign test p<0.001"
+    # Six flips all one way is the fewest an exact test at 5% can call: p = 2 / 64.
+    six = compare(*cells(3, 0, 6, 3))
+    assert six.test is not None and six.test.p == pytest.approx(binomtest(6, 6).pvalue)
+    assert six.verdict == "better" and six.ship
+    assert six.verdict_reason == "CI above 0, exact sign test p=0.031"
+    five = compare(*cells(3, 0, 5, 3))
+    assert five.verdict == "inconclusive" and five.borderline and not five.ship
+
+
+def test_with_several_trials_the_test_is_on_the_per_case_difference_not_on_all_passed() -> None:
+    """A case that went 0/3 → 2/3 fails "every trial passed" on both sides: McNemar sees no
+    change at all, the interval and the sign test see B − A = +2/3."""
+    a = side({f"c{i}": [False, False, False] for i in range(8)}, trials=3)
+    b = side({f"c{i}": [False, True, True] for i in range(8)}, id="exp_B", trials=3)
+    result = compare(a, b)
+    assert (result.n11, result.n10, result.n01, result.n00) == (0, 0, 0, 8)
+    assert result.mcnemar_p == 1.0
+    assert result.test is not None and not result.test.same_as_mcnemar
+    assert (result.test.up, result.test.down, result.test.unchanged) == (8, 0, 0)
+    assert result.test.p == pytest.approx(binomtest(8, 8, 0.5).pvalue, rel=1e-12)
+    assert result.verdict == "better" and result.ship
+
+    few = compare(
+        side({f"c{i}": [False, False] for i in range(5)}, trials=2),
+        side({f"c{i}": [True, False] for i in range(5)}, id="exp_B", trials=2),
+    )
+    assert few.interval == (0.5, 0.5)
+    assert few.test is not None and few.test.p == pytest.approx(binomtest(5, 5).pvalue)
+    assert few.verdict == "inconclusive" and few.borderline and not few.ship
+
+
+def test_when_the_interval_and_the_test_point_different_ways_it_is_inconclusive() -> None:
+    """Three trials: 200 cases lose a little (3/3 → 2/3), 100 gain a lot (0/3 → 3/3). B − A is
+    +1/9 and its interval clears 0, while twice as many cases went down as up."""
+    a_results: dict[str, list[bool | None | str]] = {}
+    b_results: dict[str, list[bool | None | str]] = {}
+    for i in range(200):
+        a_results[f"d{i:03d}"], b_results[f"d{i:03d}"] = [True] * 3, [True, True, False]
+    for i in range(100):
+        a_results[f"u{i:03d}"], b_results[f"u{i:03d}"] = [False] * 3, [True] * 3
+    result = compare(side(a_results, trials=3), side(b_results, id="exp_B", trials=3))
+    assert result.diff == pytest.approx(1 / 9)
+    assert result.interval is not None and result.interval.low > 0
+    assert result.test is not None and (result.test.up, result.test.down) == (100, 200)
+    assert result.test.p == pytest.approx(binomtest(100, 300, 0.5).pvalue, rel=1e-9)
+    assert result.test.p < 0.05
+    assert result.verdict == "inconclusive" and result.borderline and not result.ship
+    assert "points the other way" in result.verdict_reason
+
+
+def test_a_test_that_rejects_while_the_interval_includes_0_is_borderline_and_inconclusive() -> None:
+    """Eight cases gain a third (2/3 → 3/3), one loses everything (3/3 → 0/3): 8 of 9 up is
+    p = 0.039, while resampling the one big loss keeps the interval across 0."""
+    a_results: dict[str, list[bool | None | str]] = {f"u{i}": [True, True, False] for i in range(8)}
+    b_results: dict[str, list[bool | None | str]] = {f"u{i}": [True] * 3 for i in range(8)}
+    a_results["down"], b_results["down"] = [True] * 3, [False] * 3
+    result = compare(side(a_results, trials=3), side(b_results, id="exp_B", trials=3))
+    assert result.test is not None
+    assert result.test.p == pytest.approx(binomtest(8, 9, 0.5).pvalue, rel=1e-12)
+    assert result.test.p < 0.05
+    assert result.interval is not None and result.interval.low < 0 < result.interval.high
+    assert (result.verdict, result.verdict_reason) == ("inconclusive", "CI includes 0")
+    assert result.borderline and result.disagreement is not None
+    assert result.disagreement.startswith("the exact sign test rejects at 5% (p=0.039")
+    assert result.holds == ["B is not shown better (CI includes 0)"]
 
 
 def test_identical_runs_agree_on_every_case() -> None:
@@ -108,7 +232,8 @@ def test_identical_runs_agree_on_every_case() -> None:
         "inconclusive",
         "A and B agree on every case",
     )
-    assert result.power is None and result.disagreement is None
+    assert result.power is None and result.disagreement is None and not result.borderline
+    assert result.test is not None and result.test.p == 1.0 and result.test.changed == 0
 
 
 def test_below_100_pairs_p_b_beats_a_is_reported_and_above_it_is_not() -> None:
@@ -190,6 +315,21 @@ def test_the_margin_is_a_non_inferiority_bar() -> None:
     assert beyond.holds[0].startswith("the interval's lower end")
 
 
+def test_the_sign_test_does_not_take_part_in_the_margin_gate() -> None:
+    """Non-inferiority asks whether B is at most M worse, not whether it is better: a result
+    the sign test does not confirm as better is still non-inferior when the interval's lower
+    end clears −M, and a significant loss smaller than M does not hold it either."""
+    a, b = cells(20, 2, 9, 19)  # borderline better: interval above 0, p = 0.065
+    plain, margin = compare(a, b), compare(a, b, margin=0.05)
+    assert plain.verdict == "inconclusive" and not plain.ship
+    assert margin.verdict == "inconclusive" and margin.ship and margin.holds == []
+    loss = compare(*cells(900, 60, 30, 10), margin=0.10)  # B − A = −3pp, p < 0.01
+    assert loss.test is not None
+    assert loss.test.p == pytest.approx(binomtest(30, 90, 0.5).pvalue, rel=1e-9)
+    assert loss.test.p < 0.01 and loss.interval is not None and loss.interval.low > -0.10
+    assert loss.ship
+
+
 def test_several_trials_give_the_matrix_and_gained_and_lost_cases() -> None:
     a = side(
         {"p": [True, True], "q": [False, False], "r": [True, False], "s": [True, True]}, trials=2
@@ -207,6 +347,10 @@ def test_several_trials_give_the_matrix_and_gained_and_lost_cases() -> None:
     assert [c.delta for c in result.cases] == [0.0, 0.5, -0.5, 0.0]
     # McNemar on "passed every graded trial": p and s pass on both, q and r fail on both.
     assert (result.n11, result.n10, result.n01, result.n00) == (2, 0, 0, 2)
+    # The sign test on d: q went up, r went down.
+    assert result.test is not None and not result.test.same_as_mcnemar
+    assert (result.test.up, result.test.down, result.test.unchanged) == (1, 1, 2)
+    assert result.test.p == pytest.approx(binomtest(1, 2, 0.5).pvalue)
 
 
 def test_the_interval_is_the_same_for_the_same_outcomes_whatever_the_runs_ids() -> None:
@@ -249,6 +393,31 @@ def test_clustering_widens_the_interval_when_related_cases_move_together() -> No
     )
     assert few.cluster is not None and few.cluster.groups == 2
     assert any(w.startswith("only 2 groups of repo") for w in few.warnings)
+
+
+def test_with_clusters_the_test_counts_groups_not_cases() -> None:
+    """Two repositories of ten cases each, every case fixed: the cluster interval is
+    [+100pp, +100pp] and 20 cases of 20 went up, but that is 2 independent groups of 2."""
+    a_results: dict[str, list[bool | None | str]] = {}
+    b_results: dict[str, list[bool | None | str]] = {}
+    groups: dict[str, str] = {}
+    for g in range(2):
+        for i in range(10):
+            a_results[f"r{g}-{i}"], b_results[f"r{g}-{i}"] = [False], [True]
+            groups[f"r{g}-{i}"] = f"repo{g}"
+    a, b = side(a_results), side(b_results, id="exp_B")
+    per_case = compare(a, b)
+    assert per_case.test is not None and per_case.test.units == "cases"
+    assert per_case.test.p == pytest.approx(binomtest(20, 20).pvalue) and per_case.ship
+    clustered = compare(a, b, cluster_field="repo", groups=groups)
+    assert clustered.interval == (1.0, 1.0)
+    assert clustered.test is not None and clustered.test.units == "groups"
+    assert (clustered.test.up, clustered.test.down) == (2, 0)
+    assert not clustered.test.same_as_mcnemar
+    assert clustered.test.p == pytest.approx(binomtest(2, 2, 0.5).pvalue, rel=1e-12)
+    assert clustered.verdict == "inconclusive" and clustered.borderline
+    assert clustered.verdict_reason == "CI above 0 but exact sign test p=0.500 on 2 changed groups"
+    assert not clustered.ship
 
 
 def test_case_kinds_show_pass_rates_unfixed_bad_cases_and_broken_guards() -> None:

@@ -4,8 +4,14 @@ reproduced, the gate, the margin, --json and the warnings."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+from scipy.stats import binomtest
+from statsmodels.stats.contingency_tables import mcnemar
 
 from tests.exp.conftest import Project
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "exp.md"
 
 EXAMPLE_CASES = [
     {"id": "c_756966685591eb9b", "input": "refund", "expected": "REFUND"},
@@ -74,8 +80,125 @@ def test_the_gate_holds_an_inconclusive_result_and_ships_a_clear_gain(project: P
     new = project.exp_json("run", "base.json")["id"]
     shipped = project.exp("compare", old, new, "--gate")
     assert shipped.code == 0, shipped.out
-    assert "verdict better (CI above 0)" in shipped.out
+    p = binomtest(10, 10, 0.5).pvalue  # 10 cases fixed, none broken
+    assert f"verdict better (CI above 0, exact sign test p={p:.3f})" in shipped.out
+    assert "borderline" not in shipped.out
     assert shipped.out.rstrip().endswith("Ship it")
+
+
+def _flips(project: Project, *, n11: int, n10: int, n01: int, n00: int) -> tuple[str, str]:
+    """Two runs of n11 + n10 + n01 + n00 cases with these paired cells (n10: A only passes)."""
+    cases = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(60)]
+    total = n11 + n10 + n01 + n00
+    project.write_dataset(cases[:total], name="smoke")
+    wrong_a = [f"q{i}" for i in range(n11 + n10, total)]
+    wrong_b = [f"q{i}" for i in range(n11, n11 + n10)] + [
+        f"q{i}" for i in range(n11 + n10 + n01, total)
+    ]
+    command = f"{sys.executable} agent.py"
+    for name, wrong in (("a", wrong_a), ("b", wrong_b)):
+        project.write_spec(
+            f"{name}.json",
+            name=name,
+            dataset="smoke",
+            task={"kind": "command", "command": command, "env": {"WRONG": ",".join(wrong)}},
+        )
+    return project.exp_json("run", "a.json")["id"], project.exp_json("run", "b.json")["id"]
+
+
+def test_two_cases_that_both_flipped_are_not_better_and_the_gate_holds(project: Project) -> None:
+    """The interval collapses to [+100pp, +100pp]; exact McNemar (the sign test) has p = 0.5."""
+    a, b = _flips(project, n11=0, n10=0, n01=2, n00=0)
+    p = binomtest(2, 2, 0.5).pvalue
+    assert p == mcnemar([[0, 0], [2, 0]], exact=True).pvalue
+    result = project.exp("compare", a, b, "--gate")
+    assert result.code == 1
+    lines = result.out.splitlines()
+    assert lines[3] == (
+        "B − A   +100.0pp [+100.0pp, +100.0pp] (2 paired cases, 95% paired bootstrap)"
+    )
+    assert lines[4] == f"mcnemar p={p:.3f}  0 regressed, 2 improved"
+    why = f"CI above 0 but exact sign test p={p:.3f} on 2 changed cases"
+    assert lines[5] == f"verdict inconclusive ({why})"
+    assert lines[6] == (
+        "borderline: the interval excludes 0 but the exact sign test does not reject at 5% "
+        f"(p={p:.3f} on 2 changed cases)"
+    )
+    assert lines[-1] == f"Hold: B is not shown better ({why})"
+    held = project.exp("compare", a, b, "--gate", "--json")
+    assert held.code == 1
+    body = held.json()
+    assert body["intervalVerdict"] == "better" and body["verdict"] == "inconclusive"
+    assert body["borderline"] is True and body["disagreement"] == lines[6].removeprefix(
+        "borderline: "
+    )
+    assert body["signTest"]["p"] == p and body["mcnemar"]["p"] == p
+    assert (body["signTest"]["up"], body["signTest"]["down"]) == (2, 0)
+    assert body["signTest"]["units"] == "cases" and body["signTest"]["sameAsMcnemar"] is True
+    assert body["ship"] is False and body["gate"] == "Hold"
+
+
+def test_the_stats_methods_vector_is_borderline_as_documented(project: Project) -> None:
+    """b = 2, c = 9 of 50 (stats-methods §3): the interval excludes 0, exact McNemar p = 0.065.
+    docs/exp.md shows this report under "Borderline"."""
+    a, b = _flips(project, n11=20, n10=2, n01=9, n00=19)
+    result = project.exp("compare", a, b, "--gate")
+    assert result.code == 1
+    p = binomtest(9, 11, 0.5).pvalue
+    assert abs(p - mcnemar([[20, 2], [9, 19]], exact=True).pvalue) < 1e-12
+    assert f"mcnemar p={p:.3f}  2 regressed, 9 improved" in result.out
+    docs = DOCS.read_text()
+    start = docs.index("**Borderline.**")
+    opening = docs.index("```text", start)
+    example = docs[opening : docs.index("```\n", opening + 7)].splitlines()[1:]
+    assert len(example) == 4
+    lines = result.out.splitlines()
+    assert lines[3:7] == example
+    why = f"CI above 0 but exact sign test p={p:.3f} on 11 changed cases"
+    assert lines[-1] == f"Hold: B is not shown better ({why})"
+    body = project.exp_json("compare", a, b)
+    assert body["interval"]["low"] > 0 and body["borderline"] is True
+    assert body["signTest"]["p"] == p
+
+
+FLAKY = """\
+import os, sys
+text = sys.stdin.read()
+wrong = os.environ.get("WRONG_TRIALS", "").split(",")
+print("wrong" if os.environ["NEENS_TRIAL"] in wrong else text.upper())
+"""
+
+
+def test_with_several_trials_the_sign_test_on_b_minus_a_decides(project: Project) -> None:
+    """Three trials: A fails every one, B passes two of three on each of 8 cases. No case
+    passes every trial on either side (McNemar p = 1); every case went up (sign test)."""
+    (project.path / "flaky.py").write_text(FLAKY)
+    cases = [{"id": f"c{i}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(8)]
+    project.write_dataset(cases, name="smoke")
+    command = f"{sys.executable} flaky.py"
+    for name, wrong in (("a", "0,1,2"), ("b", "0")):
+        project.write_spec(
+            f"{name}.json",
+            name=name,
+            dataset="smoke",
+            trials=3,
+            task={"kind": "command", "command": command, "env": {"WRONG_TRIALS": wrong}},
+        )
+    a = project.exp_json("run", "a.json")["id"]
+    b = project.exp_json("run", "b.json")["id"]
+    result = project.exp("compare", a, b, "--gate")
+    assert result.code == 0, result.out
+    p = binomtest(8, 8, 0.5).pvalue
+    lines = result.out.splitlines()
+    assert lines[4] == "mcnemar p=1.000  0 regressed, 0 improved"
+    assert lines[5] == (
+        f"sign test p={p:.3f}  8 cases up, 0 down, 0 unchanged (exact, on B − A per case)"
+    )
+    assert lines[6] == f"verdict better (CI above 0, exact sign test p={p:.3f})"
+    assert lines[-1] == "Ship it"
+    body = project.exp_json("compare", a, b)
+    assert body["signTest"]["p"] == p and body["signTest"]["sameAsMcnemar"] is False
+    assert body["mcnemar"]["p"] == 1.0 and body["mcnemar"]["n00"] == 8
 
 
 def test_json_has_every_number_unrounded(project: Project) -> None:

@@ -63,8 +63,11 @@ def test_how_it_decides_covers_every_verdict_and_the_gate() -> None:
     text = DOCS.read_text()
     section = text[text.index("### How it decides") : text.index("## `neens exp list`")]
     for phrase in (
-        "better (CI above 0)",
-        "worse (CI below 0)",
+        "better (CI above 0, exact sign test p=…)",
+        "worse (CI below 0, exact sign test p=…)",
+        "inconclusive (CI above 0 but exact sign test p=… on N changed cases)",
+        "inconclusive (CI above 0 but the exact sign test points the other way …)",
+        "borderline: the interval excludes 0 but the exact sign test does not reject at 5%",
         "inconclusive (CI includes 0)",
         "inconclusive (A and B agree on every case)",
         "inconclusive (regression to the mean: B ran only A's failing cases)",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from genai_prices import Usage, calc_price
+from scipy.stats import binomtest
 
 from tests.exp.conftest import Project
 from tests.exp.replay_support import (
@@ -90,14 +91,18 @@ def test_one_call_replayed_with_the_model_varied_keeps_arm_a_as_recorded(
     # text: every repeat of B regressed.
     assert "B − A   -100.0pp [-100.0pp, -100.0pp] (5 paired cases" in out
     assert "mcnemar p=0.062  5 regressed, 0 improved" in out
-    assert "verdict worse (CI below 0)" in out
+    # Five repeats of one call all went the other way: the interval collapses to −100pp, but 5 of
+    # 5 is p = 0.0625 for the exact test, so it is borderline, not worse (docs/exp.md says so).
+    assert "verdict inconclusive (CI below 0 but exact sign test p=0.062 on 5 changed cases)" in out
+    assert "borderline: the interval excludes 0 but the exact sign test does not reject" in out
     assert "cost A $" in out and "cost B $" in out
 
     listed = project.exp_json("list")["experiments"]
     assert sorted(e["kind"] for e in listed) == ["replay", "replay"]
     ids = {e["name"]: e["id"] for e in listed}
     compared = project.exp_json("compare", ids["recorded"], ids["model=claude-haiku-4-5"])
-    assert compared["verdict"] == "worse"
+    assert compared["intervalVerdict"] == "worse" and compared["verdict"] == "inconclusive"
+    assert compared["signTest"]["p"] == binomtest(0, 5, 0.5).pvalue and compared["borderline"]
     assert compared["a"]["passRate"] == 1.0 and compared["b"]["passRate"] == 0.0
 
 
@@ -181,7 +186,13 @@ def test_every_flag_is_documented(command: str) -> None:
     ]
     assert [flag for flag in flags if f"`{flag}" not in text] == []
     section = text[text.index("### How replay decides") : text.index("## Exit codes")]
-    for phrase in ("first action", "better (CI above 0)", "worse (CI below 0)", "unpriced"):
+    for phrase in (
+        "first action",
+        "better (CI above 0, exact sign test p=…)",
+        "worse (CI below 0, exact sign test p=…)",
+        "borderline",
+        "unpriced",
+    ):
         assert phrase in section, phrase
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from scipy.stats import binomtest
 from sqlalchemy import delete, update
 
 from neens.demo.endpoints import Agent, serve
@@ -72,8 +73,10 @@ def test_the_race_finds_the_known_best_config_and_adopts_it_on_held_out_cases(
     project: Project,
 ) -> None:
     project.write_dataset(CASES[:40])
+    # base at 0.1: on the 12 held-out cases t2 goes up on 10 and down on none, enough for the
+    # exact test (at 0.3 it is 7 up, 1 down, p = 0.07: the next test, which keeps base).
     agents = [
-        Agent(seeded("base", 0.3), path="/base"),
+        Agent(seeded("base", 0.1), path="/base"),
         Agent(seeded("t2", 0.95), path="/t2"),
         Agent(seeded("t5", 0.2), path="/t5"),
     ]
@@ -92,6 +95,8 @@ def test_the_race_finds_the_known_best_config_and_adopts_it_on_held_out_cases(
     assert body["decision"] == "adopt" and body["adopted"] == "t2" and body["exitCode"] == 0
     comparison = body["heldOut"]["comparison"]
     assert comparison["ship"] and comparison["interval"]["low"] > 0
+    test = comparison["signTest"]
+    assert test["p"] == binomtest(test["up"], test["up"] + test["down"], 0.5).pvalue < 0.05
     gap = body["optimismGap"]
     assert gap["gap"] == gap["train"] - gap["heldOut"]
     assert "t2" in body["plausiblyBest"]["members"]
@@ -115,6 +120,38 @@ def test_the_race_finds_the_known_best_config_and_adopts_it_on_held_out_cases(
         "compare", body["heldOut"]["experimentIds"]["base"], body["heldOut"]["experimentIds"]["t2"]
     )
     assert compared["diff"] == comparison["diff"]
+
+
+def test_a_winner_the_held_out_cases_do_not_confirm_is_not_adopted(project: Project) -> None:
+    """t2 wins the race by far, but on the 12 held-out cases it goes up on 7 and down on 1: the
+    interval clears 0, the exact sign test (p = 0.07) does not, and base is kept."""
+    project.write_dataset(CASES[:40])
+    agents = [
+        Agent(seeded("base", 0.3), path="/base"),
+        Agent(seeded("t2", 0.95), path="/t2"),
+        Agent(seeded("t5", 0.2), path="/t5"),
+    ]
+    with serve(*agents) as server:
+        _three_specs(project, server)
+        result = project.exp(*SWEEP, "--budget", "60", "--json")
+        human = project.exp(*SWEEP, "--budget", "60")
+    assert result.code == 0, result.err
+    body = result.json()
+    assert body["winner"] == "t2"
+    comparison = body["heldOut"]["comparison"]
+    assert comparison["pairedCases"] == 12 and comparison["interval"]["low"] > 0
+    assert (comparison["signTest"]["up"], comparison["signTest"]["down"]) == (7, 1)
+    p = binomtest(7, 8, 0.5).pvalue
+    assert comparison["signTest"]["p"] == p and comparison["mcnemar"]["p"] == p
+    assert comparison["verdict"] == "inconclusive" and comparison["borderline"] is True
+    assert body["decision"] == "keep" and body["adopted"] is None and body["exitCode"] == 0
+    why = f"CI above 0 but exact sign test p={p:.3f} on 8 changed cases"
+    assert body["reason"] == (
+        f"t2 is not shown better than base on the held-out cases: the paired comparison says "
+        f"inconclusive ({why})"
+    )
+    assert human.code == 0, human.err
+    assert human.out.splitlines()[-1] == f"keep base: {body['reason']}"
 
 
 def test_the_human_report_ends_in_adopt_or_keep(project: Project) -> None:

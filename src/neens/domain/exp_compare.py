@@ -8,18 +8,46 @@ How it decides (docs/exp.md has the user's version):
 - **Interval.** B − A = mean(d) with the 95% percentile paired bootstrap
   (`neens.domain.paired.paired_bootstrap`), seeded from the paired outcomes unless a seed is
   given, so the same two runs always print the same interval. With --cluster, whole groups of
-  related cases are resampled instead (`neens.domain.paired.cluster_bootstrap`).
-- **Verdict.** better when the interval's lower end is above 0, worse when its upper end is
-  below 0, inconclusive when it includes 0 (and when A and B agree on every case). When B ran
-  only A's failing cases (`exp run --failing A`), it is inconclusive whatever the interval:
-  cases picked for failing once tend to pass the next time by chance (regression to the mean).
+  related cases are resampled instead (`neens.domain.paired.cluster_bootstrap`). The interval
+  describes how big the difference is; it does not decide alone: the percentile bootstrap can
+  only resample what was seen, so with few changed cases it is too narrow (2 cases that both
+  went fail → pass give [+100pp, +100pp]), and it under-covers at small discordant counts
+  (b = 2, c = 9 of 50 gives about [+2pp, +26pp] where exact McNemar has p = 0.065).
+- **Test.** The exact two-sided sign test on the nonzero d
+  (`scipy.stats.binomtest(#d>0, #d≠0, 0.5)`, `neens.domain.stats.sign_test`), ties (d = 0)
+  left out. With one graded trial per case on each side d ∈ {−1, 0, 1} and this is exactly
+  the exact McNemar test (b = #d<0, c = #d>0). With several trials it is the test on the same
+  d as the interval, so the two speak of the same quantity; McNemar on "passed every trial"
+  would not: it ignores a case that went 0/3 → 2/3, and it can point the other way from
+  mean(d) (a case 3/3 → 2/3 counts, cases 0/3 → 2/3 do not). Under "A and B are the same
+  config" the two sides of a case are exchangeable, so a nonzero d is as likely up as down
+  whatever the trials, as long as both sides graded as many (with unequal counts that is only
+  approximate; the test then errs either way, which the rule below makes harmless: the test
+  can only turn a verdict into inconclusive, never make one). With --cluster the test's units
+  are the groups (the sign of each group's summed d), the units the interval resamples:
+  related cases counted one by one would overstate the evidence in the test as they would in
+  the interval.
+- **Verdict.** better when the interval's lower end is above 0 AND the test rejects at 5%
+  with more cases up than down; worse the mirror image; inconclusive otherwise (always when
+  the interval includes 0, and when A and B agree on every case). When the two disagree (the
+  interval excludes 0 but the test does not reject, or points the other way; or the test
+  rejects while the interval includes 0) the verdict is inconclusive and `disagreement` says
+  so: the "borderline" line. When B ran only A's failing cases (`exp run --failing A`), it is
+  inconclusive whatever the evidence: cases picked for failing once tend to pass the next
+  time by chance (regression to the mean).
 - **McNemar.** The exact test on the paired binary outcomes (a case passes on a side when every
-  graded case-trial passed: with one trial, simply passed) is reported beside the interval; a
-  line says so when the two disagree. The interval decides.
-- **Gate.** "Ship it" only when the interval's lower end is above 0 (above −margin with
-  --margin) and nothing holds it: regression to the mean, a partial run, a grader that changed
-  version or graded one side only, or no paired case. Running A and B one after the other is a
-  warning, not a hold.
+  graded case-trial passed: with one trial, simply passed) is reported, as the spec asks; it is
+  the sign test with one trial, and descriptive with several.
+- **Gate.** "Ship it" only when the verdict is better and nothing holds it: regression to the
+  mean, a partial run, a grader that changed version or graded one side only, or no paired
+  case. Running A and B one after the other is a warning, not a hold.
+- **Margin** (non-inferiority, --margin M): "Ship it" when the interval's lower end is above −M
+  and nothing else holds; the sign test does not take part. It tests d = 0, which is not the
+  question: requiring it to reject would ask B to be better, which a margin is there not to
+  ask, and holding when it rejects against B would refuse a loss the margin allows. The honest
+  test is a one-sided test of B − A ≤ −M, which this module does not have; the margin gate is
+  the interval's, with the interval's weakness at few changed cases (with no case that got
+  worse its lower end cannot go below 0, whatever the number of cases).
 """
 
 from __future__ import annotations
@@ -30,6 +58,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from fractions import Fraction
 from typing import Final, Literal
 
 from neens.domain.paired import (
@@ -43,7 +72,7 @@ from neens.domain.paired import (
     ppi_mean,
     prob_b_beats_a,
 )
-from neens.domain.stats import Interval, mcnemar_exact
+from neens.domain.stats import Interval, mcnemar_exact, sign_test
 
 Verdict = Literal["better", "worse", "inconclusive"]
 BAYES_BELOW: Final = 100
@@ -204,6 +233,36 @@ class Clusters:
 
 
 @dataclass(frozen=True, slots=True)
+class PairedTest:
+    """The exact two-sided sign test on the nonzero per-case (or, with --cluster, per-group)
+    differences: `scipy.stats.binomtest(up, up + down, 0.5)`; p = 1 when nothing changed."""
+
+    units: Literal["cases", "groups"]
+    up: int
+    """Cases (groups) with B − A above 0."""
+    down: int
+    """Cases (groups) with B − A below 0."""
+    unchanged: int
+    """Cases (groups) with B − A = 0, left out of the test."""
+    p: float
+    same_as_mcnemar: bool
+    """One graded trial per case on each side and no clusters: the exact McNemar test."""
+
+    @property
+    def changed(self) -> int:
+        return self.up + self.down
+
+    @property
+    def rejects(self) -> bool:
+        return self.p < ALPHA
+
+    def on(self) -> str:
+        """ "2 changed cases" """
+        unit = self.units if self.changed != 1 else self.units[:-1]
+        return f"{self.changed} changed {unit}"
+
+
+@dataclass(frozen=True, slots=True)
 class Comparison:
     a: SideSummary
     b: SideSummary
@@ -243,10 +302,17 @@ class Comparison:
     kinds: Kinds | None = None
     seq_attempts: int | None = None
     """Set when the outcomes are Seq@K (--verdict seq)."""
+    test: PairedTest | None = None
+    """The exact sign test that decides with the interval; None without paired cases."""
 
     @property
     def ship(self) -> bool:
         return not self.holds
+
+    @property
+    def borderline(self) -> bool:
+        """The interval and the test disagree (`disagreement` says how)."""
+        return self.disagreement is not None
 
 
 def _tally(side: Side) -> tuple[SideSummary, dict[str, tuple[int, int]]]:
@@ -292,6 +358,11 @@ def default_seed(cases: Sequence[CaseResult]) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
+def p_text(p: float) -> str:
+    """ "p=0.065", or "p<0.001" below that."""
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+
+
 def _pp(value: float) -> str:
     return f"{value * 100:.1f}pp"
 
@@ -327,8 +398,12 @@ def compare(
     chosen_seed = default_seed(cases) if seed is None else seed
     diffs = [c.delta for c in cases]
     clusters = None
+    # The test's units: each case's exact d, or each group's exact summed d.
+    exact: dict[str, Fraction] = {}
     if cluster_field is None:
         interval = paired_bootstrap(diffs, seed=chosen_seed)
+        for c in cases:
+            exact[c.case_id] = _exact_delta(c)
     else:
         known = groups or {}
         totals: dict[str, float] = {}
@@ -337,8 +412,21 @@ def compare(
             key = f"g:{known[c.case_id]}" if c.case_id in known else f"c:{c.case_id}"
             totals[key] = totals.get(key, 0.0) + c.delta
             sizes[key] = sizes.get(key, 0) + 1
+            exact[key] = exact.get(key, Fraction(0)) + _exact_delta(c)
         interval = cluster_bootstrap(list(totals.values()), list(sizes.values()), seed=chosen_seed)
         clusters = Clusters(cluster_field, len(totals), sum(c.case_id not in known for c in cases))
+    test = None
+    if n:
+        signs = sign_test([(value > 0) - (value < 0) for value in exact.values()])
+        test = PairedTest(
+            units="cases" if clusters is None else "groups",
+            up=signs.positive,
+            down=signs.negative,
+            unchanged=signs.ties,
+            p=signs.p,
+            same_as_mcnemar=clusters is None
+            and all(c.a_graded == 1 and c.b_graded == 1 for c in cases),
+        )
     diff = sum(diffs) / n if n else None
     n11 = sum(c.a_pass and c.b_pass for c in cases)
     n10 = sum(c.a_pass and not c.b_pass for c in cases)
@@ -358,25 +446,16 @@ def compare(
     else:
         interval_verdict, reason = "inconclusive", "CI includes 0"
 
+    verdict = interval_verdict
     disagreement = None
-    if p_value is not None and reason not in ("A and B agree on every case",):
-        excludes = interval_verdict != "inconclusive"
-        rejects = p_value < ALPHA
-        if excludes and not rejects:
-            disagreement = (
-                f"the interval excludes 0 but exact McNemar does not reject at 5% "
-                f"(p={p_value:.3f}, {n10 + n01} flipped cases): borderline; the interval decides"
-            )
-        elif rejects and not excludes:
-            disagreement = (
-                f"exact McNemar rejects at 5% (p={p_value:.3f}) but the interval includes 0: "
-                "borderline; the interval decides"
-            )
+    if test is not None and reason != "A and B agree on every case":
+        verdict, reason, disagreement = _with_test(interval_verdict, reason, test)
 
+    # What the evidence shows, before regression to the mean has its say.
+    shown, shown_reason = verdict, reason
     warnings: list[str] = []
     holds: list[str] = []
     regression_to_the_mean = b.failing_of == a.id
-    verdict = interval_verdict
     if regression_to_the_mean:
         verdict = "inconclusive"
         reason = "regression to the mean: B ran only A's failing cases"
@@ -416,15 +495,14 @@ def compare(
 
     if n == 0:
         holds.append("no paired cases")
-    bar = -margin if margin is not None else 0.0
-    if interval is not None and not interval.low > bar:
-        if margin is not None:
+    if interval is not None and margin is not None:
+        if not interval.low > -margin:
             holds.append(
-                f"the interval's lower end {_pp(interval.low)} is not above {_pp(bar)} "
+                f"the interval's lower end {_pp(interval.low)} is not above {_pp(-margin)} "
                 "(non-inferiority margin)"
             )
-        else:
-            holds.append(f"B is not shown better ({reason})")
+    elif interval is not None and shown != "better":
+        holds.append(f"B is not shown better ({shown_reason})")
 
     errors_a = (summary_a.infra_errors, summary_a.agent_errors)
     errors_b = (summary_b.infra_errors, summary_b.agent_errors)
@@ -518,6 +596,45 @@ def compare(
         aa=aa,
         kinds=_kinds(cases, kinds) if kinds else None,
         seq_attempts=seq_attempts,
+        test=test,
+    )
+
+
+def _exact_delta(c: CaseResult) -> Fraction:
+    return Fraction(c.b_passes, c.b_graded) - Fraction(c.a_passes, c.a_graded)
+
+
+def _with_test(
+    interval_verdict: Verdict, reason: str, test: PairedTest
+) -> tuple[Verdict, str, str | None]:
+    """The verdict once the sign test has had its say: (verdict, reason, disagreement)."""
+    p = f"exact sign test {p_text(test.p)}"
+    if interval_verdict == "inconclusive":
+        if test.rejects:
+            return (
+                "inconclusive",
+                reason,
+                f"the exact sign test rejects at 5% ({p_text(test.p)} on {test.on()}) but the "
+                "interval includes 0",
+            )
+        return "inconclusive", reason, None
+    side = "above" if interval_verdict == "better" else "below"
+    agrees = test.up > test.down if interval_verdict == "better" else test.down > test.up
+    if test.rejects and agrees:
+        return interval_verdict, f"CI {side} 0, {p}", None
+    if not test.rejects:
+        return (
+            "inconclusive",
+            f"CI {side} 0 but {p} on {test.on()}",
+            f"the interval excludes 0 but the exact sign test does not reject at 5% "
+            f"({p_text(test.p)} on {test.on()})",
+        )
+    return (
+        "inconclusive",
+        f"CI {side} 0 but the exact sign test points the other way ({test.up} {test.units} up, "
+        f"{test.down} down)",
+        f"the interval is {side} 0 but the exact sign test rejects the other way "
+        f"({p_text(test.p)}: {test.up} {test.units} up, {test.down} down)",
     )
 
 

@@ -270,9 +270,11 @@ def register(subparsers: Any) -> None:
         "compare",
         help="compare two runs case by case: B − A, its interval, McNemar, the regressions",
         description=(
-            "Pair two runs by case and print B − A with a 95%% paired bootstrap interval, exact "
+            "Pair two runs by case and print B − A with a 95% paired bootstrap interval, exact "
             "McNemar on the cases that flipped, the verdict and the cases that regressed. The "
-            "interval decides: inconclusive when it includes 0."
+            "verdict is better or worse only when the interval excludes 0 and the exact sign "
+            "test on the per-case differences agrees at 5%; inconclusive when the interval "
+            "includes 0."
         ),
     )
     compare.add_argument("a", metavar="A", help="the baseline experiment")

@@ -25,8 +25,10 @@ from neens.domain.exp_compare import (
     compare,
     flips,
     judge_corrections,
+    p_text,
     pairwise_summary,
 )
+from neens.domain.paired import ALPHA
 from neens.exp.datasets import Case
 from neens.exp.labels import read_labels
 from neens.exp.pairwise import judge_pairs, read_judge
@@ -328,9 +330,15 @@ def render(
             f"({n} paired case{'s' if n != 1 else ''}, {method})"
         )
         lines.append(f"mcnemar p={c.mcnemar_p:.3f}  {c.n10} regressed, {c.n01} improved")
+        if c.test is not None and not c.test.same_as_mcnemar:
+            t = c.test
+            lines.append(
+                f"sign test {p_text(t.p)}  {t.up} {t.units} up, {t.down} down, "
+                f"{t.unchanged} unchanged (exact, on B − A per {t.units[:-1]})"
+            )
     lines.append(f"verdict {c.verdict} ({c.verdict_reason})")
     if c.disagreement is not None:
-        lines.append(f"note {c.disagreement}")
+        lines.append(f"borderline: {c.disagreement}")
     lines.append("")
     lines.append(f"regressions {len(c.regressed)}")
     if c.regressed:
@@ -519,11 +527,24 @@ def to_json(c: Comparison, *, gate: bool) -> dict[str, Any]:
             "regressed": c.n10,
             "improved": c.n01,
         },
+        "signTest": None
+        if c.test is None
+        else {
+            "p": c.test.p,
+            "up": c.test.up,
+            "down": c.test.down,
+            "unchanged": c.test.unchanged,
+            "units": c.test.units,
+            "alpha": ALPHA,
+            "sameAsMcnemar": c.test.same_as_mcnemar,
+            "method": "exact two-sided sign test on the nonzero B − A (scipy binomtest)",
+        },
         "verdict": c.verdict,
         "verdictFrom": "first attempt" if c.seq_attempts is None else f"Seq@{c.seq_attempts}",
         "verdictReason": c.verdict_reason,
         "intervalVerdict": c.interval_verdict,
         "disagreement": c.disagreement,
+        "borderline": c.borderline,
         "probBBeatsA": c.prob_b_beats_a,
         "power": None
         if c.power is None

@@ -12,7 +12,9 @@ The steps, each saved as it goes so that `--resume` replays the same sweep:
    fill its schedule, the largest budget they can fill is used, and said.
 3. **Held out.** The winner and the start run on the held-out cases, and `exp compare`'s paired
    comparison decides: the winner is adopted only when the comparison would print `Ship it`
-   under `--gate` (the interval's lower end above 0, nothing holding it).
+   under `--gate` (the interval's lower end above 0 and the exact sign test rejecting at 5% in
+   the winner's favour, nothing holding it). Few held-out cases cannot adopt: the test needs
+   at least 6 changed cases, all the winner's way.
 4. **Guard.** Before adopting, the start and the winner run on every guard suite; a suite on
    which the winner fails more than τ of the cases the start solved keeps the start (exit 1).
 
