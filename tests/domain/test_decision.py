@@ -9,6 +9,7 @@ server reads the same answers from the database is tests/api/test_sweep_decision
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -135,14 +136,9 @@ def compare(request: pytest.FixtureRequest) -> Compare:
     ) -> SweepComparison:
         if request.param == "columns":
             arms = [
-                ArmEvidence(
-                    a.id,
-                    a.label,
-                    a.position,
-                    a.status,
-                    a.passed,
-                    a.runs,
-                    RepeatColumns.from_rows(
+                dataclasses.replace(
+                    a,
+                    repeats=RepeatColumns.from_rows(
                         [
                             (item, r.run_id, r.scored, r.passed, r.cost_usd, r.agent_name)
                             for item, rs in a.repeats.items()  # type: ignore[union-attr]
@@ -160,15 +156,7 @@ def compare(request: pytest.FixtureRequest) -> Compare:
             ):
                 pytest.skip("a run answers an item at most once in what the server reads")
             arms = [
-                ArmEvidence(
-                    a.id,
-                    a.label,
-                    a.position,
-                    a.status,
-                    a.passed,
-                    a.runs,
-                    by_run(a.repeats, item_ids),  # type: ignore[arg-type]
-                )
+                dataclasses.replace(a, repeats=by_run(a.repeats, item_ids))  # type: ignore[arg-type]
                 for a in arms
             ]
         return compare_sweep(

@@ -16,7 +16,7 @@ used only while its basis still holds:
   holds how many sessions the run's items captured, how many are priced, the latest stamp, and a
   checksum of the verdicts (each one's code weighted by its session's key, so even a verdict
   changed by hand shows), read for all the sweep's runs in one aggregate query over covering
-  indexes (`_stamps`).
+  indexes (`session_stamps`).
 
 The stamps are read before the answers, so a change that lands between the two leaves the packed
 row with an older basis than its answers: the next read works it out again, never the reverse.
@@ -46,7 +46,15 @@ from neens.store.types import utcnow
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Packed", "pack", "pack_finished_runs", "runs_answers", "store_packed", "unpack"]
+__all__ = [
+    "Packed",
+    "pack",
+    "pack_finished_runs",
+    "runs_answers",
+    "session_stamps",
+    "store_packed",
+    "unpack",
+]
 
 _FORMAT: Final = 1
 """The packing's version, part of every basis: a new layout re-reads the answers."""
@@ -103,7 +111,7 @@ def _verdict_code() -> Any:
     )
 
 
-async def _stamps(s: AsyncSession, run_ids: Sequence[str]) -> dict[str, list[Any]]:
+async def session_stamps(s: AsyncSession, run_ids: Sequence[str]) -> dict[str, list[Any]]:
     """Per run: its captured sessions, how many are priced, when the last was re-derived, and a
     checksum of its verdicts (each answer's verdict code weighted by its session's key)."""
     rows = await s.execute(
@@ -172,7 +180,7 @@ async def runs_answers(
     if not run_ids:
         return {}, []
     wanted = list(dict.fromkeys(run_ids))
-    stamps = await _stamps(s, wanted)  # before the answers: see the module docstring
+    stamps = await session_stamps(s, wanted)  # before the answers: see the module docstring
     runs = {
         run_id: (status, completed_at)
         for run_id, status, completed_at in (
@@ -248,6 +256,9 @@ async def store_packed(db: Database, packed: Sequence[Packed]) -> None:
                     "answers": insert.excluded.answers,
                     "created_at": insert.excluded.created_at,
                 },
+                # A row already packed on this basis stays as it is (two reads packing the
+                # same run write it once).
+                where=RunEvidence.__table__.c.basis != insert.excluded.basis,
             )
             now = utcnow()
             for one in sorted(packed, key=lambda p: p.run_id):

@@ -14,9 +14,10 @@ stale:
   they were (`store.rescoring`). For a gate without cost rules nothing else moves the verdict.
 - With cost rules, the cost of the run's sessions can change after it finished: a price set
   later re-prices them, late spans re-derive them. The basis then also holds how many sessions
-  its items captured, how many are priced, and when the last one was re-derived (sessions'
-  `updated_at`, stamped on every re-derivation); one aggregate query reads that for every such
-  run, over a covering index.
+  its items captured, how many are priced, when the last one was re-derived (sessions'
+  `updated_at`, stamped on every re-derivation) and a checksum of its verdicts
+  (`run_evidence.session_stamps`, the stamps packed answers rest on too); one aggregate query
+  reads that for every such run, over covering indexes.
 - With a cost delta rule, the cohort of the sweep's baseline arm too: its status, and each of its
   runs' status and sessions, as above.
 
@@ -31,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -48,6 +49,7 @@ from neens.store.models import (
     SweepRun,
     TraceSession,
 )
+from neens.store.run_evidence import session_stamps
 from neens.store.sweep_baseline import baselines_for_sweep, needs_baseline
 
 log = logging.getLogger(__name__)
@@ -92,7 +94,7 @@ async def greens(
     stamped = {run.id for run in completed if _has_cost_rules(run.gate)}
     if with_base:
         stamped |= {run.id for run in base_runs if run is not None and run.status in _EVALUATED}
-    stamps = await _session_stamps(s, sorted(stamped))
+    stamps = await session_stamps(s, sorted(stamped))
     base_basis = (
         None
         if base_arm is None or not with_base
@@ -129,25 +131,6 @@ async def greens(
 
 def _has_cost_rules(gate: Mapping[str, Any]) -> bool:
     return isinstance(gate.get("cost"), Mapping)
-
-
-async def _session_stamps(s: AsyncSession, run_ids: Sequence[str]) -> dict[str, list[Any]]:
-    """Per run: its captured sessions, how many are priced, and when the last was re-derived."""
-    if not run_ids:
-        return {}
-    rows = await s.execute(
-        select(
-            PreprodItem.run_id,
-            func.count(),
-            func.count(TraceSession.cost_usd),
-            func.max(TraceSession.updated_at),
-        )
-        .join(TraceSession, TraceSession.pk == PreprodItem.session_pk)
-        .where(PreprodItem.run_id.in_(list(run_ids)))
-        .group_by(PreprodItem.run_id)
-    )
-    stamps = {run_id: [count, priced, str(last)] for run_id, count, priced, last in rows.all()}
-    return {run_id: stamps.get(run_id, [0, 0, None]) for run_id in run_ids}
 
 
 async def _work_out(
