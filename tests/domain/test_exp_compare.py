@@ -311,8 +311,47 @@ def test_the_margin_is_a_non_inferiority_bar() -> None:
     within = compare(a, b, margin=0.10)
     assert within.interval is not None and within.interval.low > -0.10 and within.ship
     beyond = compare(a, b, margin=0.01)
-    assert not beyond.ship
-    assert beyond.holds[0].startswith("the interval's lower end")
+    assert not beyond.ship and beyond.margin_held_by == ["score", "bootstrap"]
+    assert beyond.holds[0].startswith("the score interval for B − A (Tango) reaches")
+    assert beyond.holds[1].startswith("the interval's lower end")
+
+
+def test_two_agreeing_cases_do_not_show_non_inferiority() -> None:
+    """The percentile bootstrap of 2 cases that both pass in A and B is [0, 0], above any
+    margin; the score interval is not fooled: about [−66pp, +66pp] at 2 cases."""
+    a, b = cells(2, 0, 0, 0)
+    result = compare(a, b, margin=0.03)
+    assert result.interval is not None and result.interval.low > -0.03  # the bootstrap alone
+    assert not result.ship and result.margin_held_by == ["score"]
+    assert result.score is not None and result.score.interval.low < -0.6
+    assert result.holds == [
+        "the score interval for B − A (Tango) reaches -65.8pp at 2 paired cases, not above "
+        "-3.0pp: too few to show B is at most 3.0pp worse (non-inferiority margin)"
+    ]
+
+
+def test_a_large_clean_run_is_non_inferior() -> None:
+    a, b = cells(300, 4, 4, 92)
+    result = compare(a, b, margin=0.03)
+    assert result.ship and result.holds == [] and result.margin_held_by == []
+    assert result.score is not None and result.interval is not None
+    assert -0.03 < result.score.interval.low < result.interval.low < 0
+
+
+def test_with_several_trials_the_score_counts_are_the_parts_of_d() -> None:
+    """A case 1/3 → 2/3 adds 1/3 up; 3/3 → 2/3 adds 1/3 down; 2/3 → 0/3 adds 2/3 down."""
+    a = side(
+        {"p": [False, True, False], "q": [True, True, True], "r": [True, True, False]}, trials=3
+    )
+    b = side(
+        {"p": [True, True, False], "q": [True, True, False], "r": [False, False, False]},
+        id="exp_B",
+        trials=3,
+    )
+    result = compare(a, b, margin=0.1)
+    assert result.score is not None
+    assert result.score.up == pytest.approx(1 / 3) and result.score.down == pytest.approx(1.0)
+    assert result.score.n == 3 and not result.ship and "score" in (result.margin_held_by or [])
 
 
 def test_the_sign_test_does_not_take_part_in_the_margin_gate() -> None:

@@ -19,6 +19,7 @@ from neens.domain.paired import (
     paired_bootstrap,
     ppi_mean,
     prob_b_beats_a,
+    tango_interval,
 )
 
 
@@ -294,3 +295,124 @@ def test_ppi_mean_leaves_the_warning_filters_alone() -> None:
     assert warnings.filters == before
     with pytest.raises(ValueError):
         ppi_mean([1.0], [1.0], [0.0])
+
+
+# Tango's score interval. Reference values: Fagerland, Lydersen & Laake's `contingencytables`
+# (the R companion of their 2017 book, test-ch8.R), which orients the table as A − B; here
+# they are turned into B − A. Cavo et al. (2012): 59 both, 6 A only, 16 B only, 80 neither.
+
+
+def test_tango_matches_the_published_worked_values() -> None:
+    cavo = tango_interval(6, 16, 161)
+    assert cavo is not None
+    assert cavo.low == pytest.approx(0.0054, abs=5e-5)
+    assert cavo.high == pytest.approx(0.1240, abs=5e-5)
+    one_way = tango_interval(0, 3, 3)  # every case fail → pass: Tango's lower end is −12.3pp
+    assert one_way is not None
+    assert one_way.low == pytest.approx(-0.1230, abs=5e-5) and one_way.high == 1.0
+    mirrored = tango_interval(3, 0, 3)
+    assert mirrored is not None
+    assert mirrored.low == -1.0 and mirrored.high == pytest.approx(0.1230, abs=5e-5)
+    assert tango_interval(0, 0, 0) is None
+
+
+def _score_statistic(b: int, c: int, n: int, delta: float) -> float:
+    """Tango's statistic with the restricted maximum likelihood found numerically
+    (`scipy.optimize.minimize_scalar` on the multinomial log-likelihood with p01 = p10 + δ),
+    not by the closed form the product uses."""
+    from scipy.optimize import minimize_scalar
+
+    lowest, highest = max(0.0, -delta), min(1.0, (1 - delta) / 2)
+
+    def minus_log_likelihood(p10: float) -> float:
+        p01 = p10 + delta
+        rest = max(1 - p10 - p01, 1e-300)
+        total = (n - b - c) * math.log(rest)
+        total += b * math.log(max(p10, 1e-300)) if b else 0.0
+        total += c * math.log(max(p01, 1e-300)) if c else 0.0
+        return -total
+
+    found = minimize_scalar(
+        minus_log_likelihood, bounds=(lowest, highest), method="bounded", options={"xatol": 1e-13}
+    )
+    p10 = float(found.x)
+    return (c - b - n * delta) / math.sqrt(n * (2 * p10 + delta - delta**2))
+
+
+@pytest.mark.parametrize(
+    ("b", "c", "n"), [(6, 16, 161), (2, 9, 50), (0, 0, 2), (4, 4, 400), (5, 1, 30)]
+)
+def test_tango_ends_are_where_the_score_statistic_is_plus_or_minus_z(
+    b: int, c: int, n: int
+) -> None:
+    """The interval inverts the score test: at its ends the statistic, with p10 fitted
+    numerically under B − A = δ, is ±z (the variance under δ is p10 + p01 − δ² = 2·p10 + δ − δ²)."""
+    interval = tango_interval(b, c, n)
+    assert interval is not None
+    z = stats.norm.isf(0.025)
+    assert _score_statistic(b, c, n, interval.low) == pytest.approx(z, abs=1e-5)
+    assert _score_statistic(b, c, n, interval.high) == pytest.approx(-z, abs=1e-5)
+
+
+def test_two_agreeing_cases_give_a_wide_score_interval_and_400_a_narrow_one() -> None:
+    few = tango_interval(0, 0, 2)
+    many = tango_interval(4, 4, 400)
+    assert few is not None and many is not None
+    assert few.low < -0.6 and few.high > 0.6
+    assert -0.03 < many.low < 0 < many.high < 0.03
+
+
+def _low(down: float, up: float, n: int) -> float:
+    interval = tango_interval(down, up, n)
+    assert interval is not None
+    return interval.low
+
+
+def _declares_non_inferior(n: int, margin: float, p10: float, p01: float) -> float:
+    """P(the score interval's lower end is above −M) by enumerating every (b, c) of n cases
+    under the multinomial (p10, p01, 1 − p10 − p01)."""
+    rows = [(b, c) for b in range(n + 1) for c in range(n + 1 - b)]
+    clears = [(b, c) for b, c in rows if _low(b, c, n) > -margin]
+    if not clears:
+        return 0.0
+    counts = np.array([[b, c, n - b - c] for b, c in clears])
+    return float(stats.multinomial.pmf(counts, n, [p10, p01, 1 - p10 - p01]).sum())
+
+
+@pytest.mark.parametrize("n", [10, 20, 30])
+def test_the_score_margin_rarely_declares_non_inferiority_when_b_is_exactly_m_worse(n: int) -> None:
+    """At a true B − A of exactly −M the lower end of a 95% interval should clear −M at most
+    2.5% of the time. Tango's is approximate: the worst found over these cells is about 2.7%."""
+    worst = 0.0
+    for margin in (0.03, 0.1, 0.2):
+        for p01 in (0.0, 0.01, 0.05, 0.2):
+            worst = max(worst, _declares_non_inferior(n, margin, p01 + margin, p01))
+    assert 0.01 < worst <= 0.03
+
+
+def test_fractional_counts_of_two_trials_keep_the_margin_honest() -> None:
+    """Two trials a side: d ∈ {−1, −½, 0, ½, 1}; the counts are the sums of the negative and of
+    the positive parts. Every outcome of 10 cases enumerated at a true mean of exactly −M."""
+    n = 10
+    outcomes = np.array(
+        [
+            (i, j, k, m, n - i - j - k - m)
+            for i in range(n + 1)
+            for j in range(n + 1 - i)
+            for k in range(n + 1 - i - j)
+            for m in range(n + 1 - i - j - k)
+        ]
+    )  # counts of d = −1, −½, ½, 1, 0
+    down = outcomes[:, 0] + outcomes[:, 1] / 2
+    up = outcomes[:, 2] / 2 + outcomes[:, 3]
+    lows = np.array([_low(float(d), float(u), n) for d, u in zip(down, up, strict=True)])
+    worst = 0.0
+    for margin in (0.05, 0.1, 0.2):
+        for half_up, one_up in ((0.0, 0.0), (0.05, 0.05), (0.2, 0.0), (0.0, 0.2)):
+            for share in (0.0, 0.5, 1.0):
+                deficit = margin + half_up / 2 + one_up
+                probs = [share * deficit, 2 * (1 - share) * deficit, half_up, one_up]
+                probs.append(1 - sum(probs))
+                chance = stats.multinomial.pmf(outcomes[lows > -margin], n, probs).sum()
+                worst = max(worst, float(chance))
+    assert 0.005 < worst <= 0.03

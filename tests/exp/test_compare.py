@@ -3,6 +3,7 @@ reproduced, the gate, the margin, --json and the warnings."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -226,7 +227,27 @@ def test_the_margin_exits_1_unless_the_lower_end_is_above_minus_the_margin(
     assert "not shown non-inferior at -1.0pp" in tight.out
     loose = project.exp("compare", a, b, "--margin", "0.2")
     assert loose.code == 0
-    assert "non-inferior: the interval's lower end" in loose.out
+    assert "non-inferior at -20.0pp: the lower ends of the score interval (Tango)" in loose.out
+    assert "score   B − A [" in loose.out and "1 down, 0 up" in loose.out
+    body = project.exp_json("compare", a, b, "--margin", "0.2")
+    assert body["marginHeldBy"] == [] and body["marginDecidedBy"] == ["score", "bootstrap"]
+    assert body["scoreInterval"]["down"] == 1 and body["scoreInterval"]["n"] == 40
+    assert -0.2 < body["scoreInterval"]["low"] < body["interval"]["low"]
+
+
+def test_the_margin_holds_two_agreeing_cases(project: Project) -> None:
+    both_pass = [{"id": f"c{i}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(2)]
+    a, b = _two_runs(project, "none", both_pass)
+    result = project.exp("compare", a, b, "--gate", "--margin", "0.03")
+    assert result.code == 1
+    assert "Hold: the score interval for B − A (Tango) reaches -65.8pp at 2 paired cases" in (
+        result.out
+    )
+    held = project.exp("compare", a, b, "--margin", "0.03", "--json")
+    assert held.code == 1
+    body = json.loads(held.out)
+    assert body["interval"]["low"] == 0.0 and body["marginHeldBy"] == ["score"]
+    assert body["ship"] is False
 
 
 def test_b_rerun_on_as_failing_cases_warns_of_regression_to_the_mean(project: Project) -> None:

@@ -364,6 +364,9 @@ def render(
     if extras:
         lines.append("")
         lines.extend(extras)
+    if c.margin is not None and c.score is not None:
+        lines.append("")
+        lines.append(_score_line(c))
     if gate:
         lines.append("")
         lines.append("Ship it" if c.ship else f"Hold: {'; '.join(c.holds)}")
@@ -373,12 +376,33 @@ def render(
     return "\n".join(lines)
 
 
+def _score_line(c: Comparison) -> str:
+    """The score interval the margin rests on, e.g. "score   B − A [-65.8pp, +65.8pp] (95% Tango
+    score interval, 2 paired cases: 0 down, 0 up)"."""
+    assert c.score is not None
+    s = c.score
+    low, high = s.interval
+    counts = f"{_count(s.down)} down, {_count(s.up)} up"
+    return (
+        f"score   B − A [{pp_text(low)}, {pp_text(high)}] (95% Tango score interval, {s.n} "
+        f"paired case{'s' if s.n != 1 else ''}: {counts})"
+    )
+
+
+def _count(value: float) -> str:
+    return f"{value:g}" if value == int(value) else f"{value:.2f}"
+
+
 def _margin_line(c: Comparison) -> str:
     assert c.margin is not None
     bar = pp_text(-c.margin)
     if c.ship:
-        assert c.interval is not None
-        return f"non-inferior: the interval's lower end {pp_text(c.interval.low)} is above {bar}"
+        assert c.interval is not None and c.score is not None
+        return (
+            f"non-inferior at {bar}: the lower ends of the score interval (Tango) "
+            f"{pp_text(c.score.interval.low)} and of the bootstrap interval "
+            f"{pp_text(c.interval.low)} are both above {bar}"
+        )
     return f"not shown non-inferior at {bar}: {'; '.join(c.holds)}"
 
 
@@ -579,6 +603,19 @@ def to_json(c: Comparison, *, gate: bool) -> dict[str, Any]:
         "graderChanges": c.grader_changes,
         "warnings": c.warnings,
         "margin": c.margin,
+        "scoreInterval": None
+        if c.score is None
+        else {
+            "low": c.score.interval.low,
+            "high": c.score.interval.high,
+            "confidence": 0.95,
+            "down": c.score.down,
+            "up": c.score.up,
+            "n": c.score.n,
+            "method": "Tango (1998) score interval for the paired difference B − A",
+        },
+        "marginHeldBy": c.margin_held_by,
+        "marginDecidedBy": None if c.margin is None else ["score", "bootstrap"],
         "holds": c.holds,
         "ship": c.ship,
     }
