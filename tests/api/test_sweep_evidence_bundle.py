@@ -17,7 +17,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from neens_eval import cli
 from sqlalchemy import text
 
+from neens.api.schemas.sweep_evidence import EvidenceAnswerOut, EvidenceCaseOut, SweepEvidenceOut
 from neens.demo.endpoints import PRICED_MODEL, Agent, Reply, Scripted, serve, serve_one
+from neens.store import sweep_evidence as sweep_evidence_store
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from tests.api.test_sweep_decisions import AGENTS, USAGE, chat, sweep_of
@@ -227,3 +229,63 @@ async def test_a_signed_bundle_verifies_with_its_key_and_fails_tampered_or_with_
     # Bad input is a usage error, naming it.
     assert cli.main(["verify", str(tmp_path / "nowhere")]) == 2
     assert cli.main(["verify", str(bundle), "--key", str(keys / "signing.pem")]) == 2
+
+
+async def test_the_evidence_is_streamed_in_batches_and_reads_as_every_row_at_once(
+    client: httpx.AsyncClient, admin_key: CreatedKey, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read two rows at a time, so the cases and each arm's answers span several batches: the
+    body is the one built from every row read at once, and no length is announced up front."""
+    monkeypatch.setattr(sweep_evidence_store, "BATCH", 2)
+    with serve(Agent(RIGHT, path="/one"), Agent(run_counter(1, {"question 0"}), path="/two")) as a:
+        sweep = await sweep_of(
+            client, admin_key, [("one", a.url("/one"), {}), ("two", a.url("/two"), {})], gate={}
+        )
+    r = await client.get(f"/model-sweeps/{sweep['id']}/evidence", headers=auth(admin_key))
+    assert r.status_code == 200, r.text
+    assert "content-length" not in r.headers
+    streamed = r.json()
+
+    async with db.read() as s:
+        cases = await sweep_evidence_store.case_rows(s, sweep["datasetVersionId"])
+        answers = [
+            (arm["id"], row)
+            for arm in sweep["arms"]
+            for row in await sweep_evidence_store.answer_rows(s, arm["runIds"])
+        ]
+    assert len(cases) > 2 and len(answers) > 2 * len(cases)
+    whole = SweepEvidenceOut(
+        sweep_id=sweep["id"],
+        status=streamed["status"],
+        dataset_version_id=sweep["datasetVersionId"],
+        arms=streamed["arms"],
+        cases=[
+            EvidenceCaseOut(
+                item_id=c.item_id,
+                position=c.position,
+                input=c.input,
+                expected_output=c.expected_output,
+                metadata=dict(c.metadata or {}),
+            )
+            for c in cases
+        ],
+        answers=[
+            EvidenceAnswerOut(
+                arm_id=arm_id,
+                item_id=row.item_id,
+                run_id=row.run_id,
+                session_id=row.session_id,
+                status=row.status,
+                scored=row.status == "scored",
+                passed=row.passed,
+                score=row.score,
+                cost_usd=row.cost_usd,
+                agent_name=row.agent_name,
+                latency_ms=row.latency_ms,
+                output=row.output,
+            )
+            for arm_id, row in answers
+        ],
+    )
+    assert streamed == whole.model_dump(mode="json")
+    assert list(streamed) == ["sweepId", "status", "datasetVersionId", "arms", "cases", "answers"]

@@ -5,7 +5,7 @@ numbers of the decision served beside them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,11 +42,8 @@ class CaseRow:
     metadata: dict[str, Any]
 
 
-async def answer_rows(s: AsyncSession, run_ids: Sequence[str]) -> list[AnswerRow]:
-    """Every answer the runs captured, ordered by item position in the run, then run id."""
-    if not run_ids:
-        return []
-    rows = await s.execute(
+def _answers_query(run_ids: Sequence[str]) -> Any:
+    return (
         select(
             PreprodItem.item_id,
             PreprodItem.run_id,
@@ -63,12 +60,34 @@ async def answer_rows(s: AsyncSession, run_ids: Sequence[str]) -> list[AnswerRow
         .where(PreprodItem.run_id.in_(list(run_ids)))
         .order_by(PreprodItem.position, PreprodItem.run_id)
     )
+
+
+async def answer_rows(s: AsyncSession, run_ids: Sequence[str]) -> list[AnswerRow]:
+    """Every answer the runs captured, ordered by item position in the run, then run id."""
+    if not run_ids:
+        return []
+    rows = await s.execute(_answers_query(run_ids))
     return [AnswerRow(*row) for row in rows.all()]
 
 
-async def case_rows(s: AsyncSession, version_id: str) -> list[CaseRow]:
-    """The frozen items of the dataset version, in order."""
-    rows = await s.execute(
+BATCH = 500
+"""Rows read from a cursor at a time by the `stream_…` readers."""
+
+
+async def stream_answer_rows(
+    s: AsyncSession, run_ids: Sequence[str]
+) -> AsyncIterator[list[AnswerRow]]:
+    """`answer_rows`, `BATCH` rows at a time from a cursor, so a sweep of large answers is never
+    held in memory whole."""
+    if not run_ids:
+        return
+    result = await s.stream(_answers_query(run_ids))
+    async for rows in result.partitions(BATCH):
+        yield [AnswerRow(*row) for row in rows]
+
+
+def _cases_query(version_id: str) -> Any:
+    return (
         select(
             DatasetItem.id,
             DatasetItem.position,
@@ -79,4 +98,16 @@ async def case_rows(s: AsyncSession, version_id: str) -> list[CaseRow]:
         .where(DatasetItem.version_id == version_id)
         .order_by(DatasetItem.position)
     )
+
+
+async def stream_case_rows(s: AsyncSession, version_id: str) -> AsyncIterator[list[CaseRow]]:
+    """`case_rows`, `BATCH` rows at a time from a cursor."""
+    result = await s.stream(_cases_query(version_id))
+    async for rows in result.partitions(BATCH):
+        yield [CaseRow(*row) for row in rows]
+
+
+async def case_rows(s: AsyncSession, version_id: str) -> list[CaseRow]:
+    """The frozen items of the dataset version, in order."""
+    rows = await s.execute(_cases_query(version_id))
     return [CaseRow(*row) for row in rows.all()]
