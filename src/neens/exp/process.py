@@ -20,6 +20,8 @@ from typing import Final
 
 STDERR_TAIL_BYTES: Final = 4096
 _CHUNK: Final = 65536
+_REAP_S: Final = 5.0
+"""How long a killed command's pipes may stay open before the run stops waiting for them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,43 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+async def _start(command: str, *, env: dict[str, str], cwd: Path) -> asyncio.subprocess.Process:
+    """The command started in a session of its own, with its three pipes connected.
+
+    Starting is never cut short: cancelled while asyncio connects the pipes, Python 3.11's
+    subprocess transport waits forever for pipes it never connected (the process is killed, but
+    `wait()` never returns), so Ctrl-C at that moment would hang the whole run. The start is
+    shielded instead; when the caller is cancelled meanwhile, the started process group is
+    killed and reaped, and the cancellation goes on."""
+    starting = asyncio.ensure_future(
+        asyncio.create_subprocess_shell(
+            command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    )
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError):
+            process = await starting
+            _kill_group(process)
+            await _reaped(process)
+        raise
+
+
+async def _reaped(process: asyncio.subprocess.Process) -> None:
+    """Wait for a killed process group's leader to be reaped and its pipes to close, for a few
+    seconds at most: a descendant that left the group (its own `setsid`) can hold the pipes
+    open, and a run must not wait on it."""
+    with contextlib.suppress(ProcessLookupError, TimeoutError):
+        await asyncio.wait_for(asyncio.shield(process.wait()), _REAP_S)
+
+
 async def run_process(
     command: str,
     *,
@@ -60,15 +99,7 @@ async def run_process(
     OSError (the shell cannot be started) is raised to the caller. Cancelling the call kills
     the process group before the cancellation goes on.
     """
-    process = await asyncio.create_subprocess_shell(
-        command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-    )
+    process = await _start(command, env=env, cwd=cwd)
     assert process.stdin is not None and process.stdout is not None
     assert process.stderr is not None
     stdout = bytearray()
@@ -111,8 +142,7 @@ async def run_process(
     finally:
         if process.returncode is None:
             _kill_group(process)
-            with contextlib.suppress(ProcessLookupError):
-                await asyncio.shield(process.wait())
+            await _reaped(process)
     return ProcessResult(
         exit_code=None if timed_out or overflowed else process.returncode,
         stdout=bytes(stdout),
