@@ -296,9 +296,11 @@ def _arrays(arm: ArmEvidence, index: Mapping[str, int]) -> ItemArrays:
     none = len(names)
     lowest = np.full(size, none, dtype=np.int64)
     highest = np.full(size, -1, dtype=np.int64)
-    for column, ufunc in ((tallies.lowest_agent, np.minimum), (tallies.highest_agent, np.maximum)):
+    for column, target, ufunc in (
+        (tallies.lowest_agent, lowest, np.minimum),
+        (tallies.highest_agent, highest, np.maximum),
+    ):
         named = [i for i, name in enumerate(column) if name]
-        target = lowest if ufunc is np.minimum else highest
         ufunc.at(target, item[named], [code[column[i]] for i in named])  # type: ignore[index]
     lowest[lowest == none] = -1
     if tallies.costs:

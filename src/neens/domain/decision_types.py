@@ -316,9 +316,10 @@ class ItemArrays:
             remap = np.array([*(code[name] for name in run.names), -1], dtype=np.int64)
             agent = remap[run.agent]  # -1 (none) picks the trailing -1
             named = agent >= 0
+            voter, vote = run.item[named], agent[named]
             # One answer per item and run, so these are elementwise over the run's items.
-            lowest[run.item[named]] = np.minimum(lowest[run.item[named]], agent[named])
-            highest[run.item[named]] = np.maximum(highest[run.item[named]], agent[named])
+            lowest[voter] = np.minimum(lowest[voter], vote)
+            highest[voter] = np.maximum(highest[voter], vote)
             priced = ~np.isnan(run.cost)
             cost_items.append(run.item[priced])
             costs.append(run.cost[priced])
