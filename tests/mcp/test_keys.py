@@ -42,7 +42,7 @@ async def test_mcp_over_http_refuses_a_request_as_every_route_does(
     live_server: LiveServer, authorization: str | None
 ) -> None:
     headers = {} if authorization is None else {"Authorization": authorization}
-    async with httpx.AsyncClient(base_url=live_server.url) as client:
+    async with httpx.AsyncClient(base_url=live_server.url, timeout=30) as client:
         r = await client.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **headers})
         route = await client.get("/model-sweeps", headers=headers)
     assert r.status_code == route.status_code == 401

@@ -78,7 +78,7 @@ async def test_sign_in_is_refused_without_the_token_of_its_own_form(
     """A foreign page cannot sign a browser in with the attacker's key."""
     r = await anonymous.post("/ui/sign-in", data={"key": site.other.key, "next": ""})
     assert r.status_code == 403
-    async with httpx.AsyncClient(base_url=site.url) as attacker:
+    async with httpx.AsyncClient(base_url=site.url, timeout=30) as attacker:
         stolen = csrf_of(await page(attacker, "/ui/sign-in"))
     await page(anonymous, "/ui/sign-in")
     r = await anonymous.post("/ui/sign-in", data={"csrf_token": stolen, "key": site.other.key})

@@ -166,7 +166,7 @@ async def test_the_frontier_chart_is_an_svg_of_its_own_with_a_policy_for_its_sty
         assert f">{label}" in svg
     assert "self-host" not in svg, "an unpriced arm is never plotted"
     assert "msa-" not in svg
-    async with httpx.AsyncClient(base_url=site.url) as anonymous:
+    async with httpx.AsyncClient(base_url=site.url, timeout=30) as anonymous:
         r = await anonymous.get(f"/ui/sweeps/{sweeps.priced}/frontier.svg")
     assert r.status_code == 303, "the chart needs the same sign-in as its page"
 
