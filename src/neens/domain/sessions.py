@@ -67,6 +67,10 @@ class SessionSummary:
     version_label: str | None
     warnings: tuple[Flag, ...] = ()
     """Dubious values in the session, one per kind (see `conventions.FlagCode`)."""
+    input_span_id: str | None = None
+    """The span `input` was read from (None when there is no input)."""
+    output_span_id: str | None = None
+    """The span `output` was read from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +147,12 @@ def summarize_session(
         flags.append(
             Flag("cost_overflow", "the session's cost is too large to represent; costUsd is null")
         )
+    input_text, input_span = _pick_from(root, [*agents, *llm_calls], _read_input)
+    output_text, output_span = _pick_from(root, [*agents, *reversed(llm_calls)], _read_output)
     return SessionSummary(
         agent_name=_pick(root, spans, lambda view: view.agent_name),
-        input=_pick(root, [*agents, *llm_calls], lambda view: view.input),
-        output=_pick(root, [*agents, *reversed(llm_calls)], lambda view: view.output),
+        input=input_text,
+        output=output_text,
         models=tuple(dict.fromkeys(span.view.model for span in llm_calls if span.view.model)),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
@@ -163,6 +169,8 @@ def summarize_session(
         dataset_item_id=_pick(root, spans, lambda view: view.dataset_item_id),
         version_label=_pick(root, spans, lambda view: view.version_label),
         warnings=(*_span_flags(spans), *flags),
+        input_span_id=input_span.record.span_id if input_span is not None else None,
+        output_span_id=output_span.record.span_id if output_span is not None else None,
     )
 
 
@@ -201,9 +209,25 @@ def _root(spans: Sequence[_Span]) -> _Span | None:
 def _pick(
     root: _Span | None, fallbacks: Sequence[_Span], read: Callable[[SpanView], str | None]
 ) -> str | None:
-    if root is not None and (value := read(root.view)) is not None:
-        return value
-    return next((value for span in fallbacks if (value := read(span.view)) is not None), None)
+    return _pick_from(root, fallbacks, read)[0]
+
+
+def _pick_from(
+    root: _Span | None, fallbacks: Sequence[_Span], read: Callable[[SpanView], str | None]
+) -> tuple[str | None, _Span | None]:
+    """The root's value, else the first fallback's; with the span it was read from."""
+    for span in (root, *fallbacks) if root is not None else fallbacks:
+        if (value := read(span.view)) is not None:
+            return value, span
+    return None, None
+
+
+def _read_input(view: SpanView) -> str | None:
+    return view.input
+
+
+def _read_output(view: SpanView) -> str | None:
+    return view.output
 
 
 def _token_sum(counts: Iterable[int | None], side: str, flags: list[Flag]) -> int | None:

@@ -21,11 +21,13 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    case,
+    select,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
 
 from neens.domain.run_lifecycle import ItemStatus, RunStatus
-from neens.store.types import BigIntPk, JsonType, UtcDateTime, utcnow
+from neens.store.types import BigIntPk, JsonType, UtcDateTime, attribute_text, utcnow
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -132,50 +134,6 @@ class GoldenMark(Base):
     marked_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class TraceSession(Base):
-    """One trace, rolled up from its spans. The public id is the trace id (unique per project)."""
-
-    __tablename__ = "sessions"
-    __table_args__ = (
-        UniqueConstraint("project_id", "trace_id"),
-        # The list's order (newest first by row key) is the last column of each index it reads.
-        Index(None, "project_id", "pk"),
-        Index(None, "project_id", "started_at", "pk"),
-        Index(None, "project_id", "agent_name", "pk"),
-        Index(None, "project_id", "eval_run_id"),
-        # Covering: a sweep decision reads a session's cost and agent name (and a cost-gated
-        # run's stored verdict checks when its sessions changed) without its texts.
-        Index(None, "pk", "cost_usd", "agent_name", "updated_at"),
-    )
-
-    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
-    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
-    trace_id: Mapped[str] = mapped_column(String(256))
-    source: Mapped[str] = mapped_column(String(20))
-    agent_name: Mapped[str | None] = mapped_column(String(500), default=None)
-    input: Mapped[str | None] = mapped_column(Text, default=None)
-    output: Mapped[str | None] = mapped_column(Text, default=None)
-    models: Mapped[list[Any]] = mapped_column(default=list)
-    input_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
-    output_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
-    latency_ms: Mapped[float | None] = mapped_column(Float, default=None)
-    step_count: Mapped[int] = mapped_column(Integer, default=0)
-    span_count: Mapped[int] = mapped_column(Integer, default=0)
-    cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
-    cost_status: Mapped[str] = mapped_column(String(20))
-    unpriced: Mapped[list[Any]] = mapped_column(default=list)
-    status: Mapped[str] = mapped_column(String(20))
-    started_at: Mapped[datetime | None] = mapped_column(default=None)
-    ended_at: Mapped[datetime | None] = mapped_column(default=None)
-    eval_run_id: Mapped[str | None] = mapped_column(String(200), default=None)
-    dataset_item_id: Mapped[str | None] = mapped_column(String(200), default=None)
-    version_label: Mapped[str | None] = mapped_column(String(500), default=None)
-    warnings: Mapped[list[Any]] = mapped_column(default=list)
-    """Dubious values flagged in the session: `[{"code", "message"}]`, re-derived with it."""
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-
 class Span(Base):
     """A span exactly as received (after decoding), so its session can always be re-derived."""
 
@@ -201,6 +159,75 @@ class Span(Base):
     agent_name: Mapped[str | None] = mapped_column(String(500), default=None)
     model: Mapped[str | None] = mapped_column(String(500), default=None, index=True)
     """The model this span reports (conventions applied), kept to find sessions to re-price."""
+
+
+def _session_text(pk: Any, text: Any, span_id: Any, key: Any) -> Any:
+    """A session's input or output: its own text, else its span's attribute (`TraceSession`)."""
+    from_span = (
+        select(attribute_text(Span.attributes, key))
+        .where(Span.session_pk == pk, Span.span_id == span_id)
+        .correlate_except(Span)
+        .scalar_subquery()
+    )
+    return case((key.is_(None), text), else_=from_span)
+
+
+class TraceSession(Base):
+    """One trace, rolled up from its spans. The public id is the trace id (unique per project)."""
+
+    __tablename__ = "sessions"
+    __table_args__ = (
+        UniqueConstraint("project_id", "trace_id"),
+        # The list's order (newest first by row key) is the last column of each index it reads.
+        Index(None, "project_id", "pk"),
+        Index(None, "project_id", "started_at", "pk"),
+        Index(None, "project_id", "agent_name", "pk"),
+        Index(None, "project_id", "eval_run_id"),
+        # Covering: a sweep decision reads a session's cost and agent name (and a cost-gated
+        # run's stored verdict checks when its sessions changed) without its texts.
+        Index(None, "pk", "cost_usd", "agent_name", "updated_at"),
+    )
+
+    pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    trace_id: Mapped[str] = mapped_column(String(256))
+    source: Mapped[str] = mapped_column(String(20))
+    agent_name: Mapped[str | None] = mapped_column(String(500), default=None)
+    input_text: Mapped[str | None] = mapped_column("input", Text, default=None)
+    """The input as text, or NULL when it is a span attribute's value (`input_key`)."""
+    input_span_id: Mapped[str | None] = mapped_column(String(256), default=None)
+    input_key: Mapped[str | None] = mapped_column(String(100), default=None)
+    """Set when the input is, verbatim, this attribute of span `input_span_id`: stored once,
+    in the span (a prompt can be megabytes, and ingest would write it twice)."""
+    output_text: Mapped[str | None] = mapped_column("output", Text, default=None)
+    output_span_id: Mapped[str | None] = mapped_column(String(256), default=None)
+    output_key: Mapped[str | None] = mapped_column(String(100), default=None)
+    input: Mapped[str | None] = column_property(
+        _session_text(pk, input_text, input_span_id, input_key)
+    )
+    """The session's input, wherever it is stored (read-only)."""
+    output: Mapped[str | None] = column_property(
+        _session_text(pk, output_text, output_span_id, output_key)
+    )
+    models: Mapped[list[Any]] = mapped_column(default=list)
+    input_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    output_tokens: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    latency_ms: Mapped[float | None] = mapped_column(Float, default=None)
+    step_count: Mapped[int] = mapped_column(Integer, default=0)
+    span_count: Mapped[int] = mapped_column(Integer, default=0)
+    cost_usd: Mapped[float | None] = mapped_column(Float, default=None)
+    cost_status: Mapped[str] = mapped_column(String(20))
+    unpriced: Mapped[list[Any]] = mapped_column(default=list)
+    status: Mapped[str] = mapped_column(String(20))
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    ended_at: Mapped[datetime | None] = mapped_column(default=None)
+    eval_run_id: Mapped[str | None] = mapped_column(String(200), default=None)
+    dataset_item_id: Mapped[str | None] = mapped_column(String(200), default=None)
+    version_label: Mapped[str | None] = mapped_column(String(500), default=None)
+    warnings: Mapped[list[Any]] = mapped_column(default=list)
+    """Dubious values flagged in the session: `[{"code", "message"}]`, re-derived with it."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class LogEvent(Base):

@@ -13,10 +13,11 @@ kept together, that order is written once.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from sqlalchemy import (
     Connection,
@@ -68,11 +69,22 @@ def record_from_row(row: Any, trace_id: str, log_events: list[Any] | None = None
     )
 
 
-def _summary_values(summary: SessionSummary) -> dict[str, Any]:
+def _summary_values(summary: SessionSummary, records: Sequence[SpanRecord]) -> dict[str, Any]:
+    """The session row's values; `records` are the spans it was summarized from."""
+    input_text, input_span_id, input_key = _text_or_reference(
+        summary.input, summary.input_span_id, records
+    )
+    output_text, output_span_id, output_key = _text_or_reference(
+        summary.output, summary.output_span_id, records
+    )
     return {
         "agent_name": summary.agent_name,
-        "input": summary.input,
-        "output": summary.output,
+        "input": input_text,
+        "input_span_id": input_span_id,
+        "input_key": input_key,
+        "output": output_text,
+        "output_span_id": output_span_id,
+        "output_key": output_key,
         "models": list(summary.models),
         "input_tokens": summary.input_tokens,
         "output_tokens": summary.output_tokens,
@@ -93,6 +105,30 @@ def _summary_values(summary: SessionSummary) -> dict[str, Any]:
     }
 
 
+_REFERENCE_KEY: Final = re.compile(r"[A-Za-z0-9_.:@/-]{1,100}")
+"""Attribute keys a session may refer to: every convention's keys, and none that would need
+escaping in a SQLite JSON path."""
+
+
+def _text_or_reference(
+    text: str | None, span_id: str | None, records: Sequence[SpanRecord]
+) -> tuple[str | None, str | None, str | None]:
+    """(text, span id, key): the text itself, or, when it is verbatim the string value of an
+    attribute of span `span_id` (the very object the conventions read), a reference to it.
+
+    The span's attributes are stored exactly as in the record, so `TraceSession.input` reads
+    back the same text either way (tests/store/test_session_text_refs.py)."""
+    if text is None or span_id is None:
+        return text, None, None
+    for record in records:
+        if record.span_id == span_id:
+            for key, value in record.attributes.items():
+                if value is text and _REFERENCE_KEY.fullmatch(key):
+                    return None, span_id, key
+            break
+    return text, None, None
+
+
 def _resummarize(
     conn: Connection, sessions: dict[int, str], books: dict[int, PriceBook]
 ) -> dict[int, SessionSummary]:
@@ -110,7 +146,10 @@ def _resummarize(
         summaries[pk] = replace(summary, warnings=(*summary.warnings, _content_after_run(run_ids)))
     conn.execute(
         _UPDATE_SUMMARY,
-        [{"session_pk": pk, **_summary_values(summary)} for pk, summary in summaries.items()],
+        [
+            {"session_pk": pk, **_summary_values(summary, by_session[pk])}
+            for pk, summary in summaries.items()
+        ],
     )
     return summaries
 
@@ -271,7 +310,7 @@ def _attach_events(
     )
     pks = list(inserted.scalars())
     rows = conn.execute(
-        select(_SESSIONS.c.pk, _SESSIONS.c.trace_id, _SESSIONS.c.output)
+        select(TraceSession.pk, TraceSession.trace_id, TraceSession.output)
         .where(
             _SESSIONS.c.project_id == project_id,
             _SESSIONS.c.trace_id.in_([trace_id for _, trace_id in keys]),
@@ -296,7 +335,11 @@ def _mark_late(
 _SUMMARY_COLUMNS = (
     "agent_name",
     "input",
+    "input_span_id",
+    "input_key",
     "output",
+    "output_span_id",
+    "output_key",
     "models",
     "input_tokens",
     "output_tokens",
@@ -490,7 +533,7 @@ def _store(
         statements.new_sessions,
         [
             {
-                **_summary_values(summaries[key]),
+                **_summary_values(summaries[key], traces[key].records),
                 "project_id": key[0],
                 "trace_id": key[1],
                 "source": traces[key].source,

@@ -6,8 +6,11 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer
+from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Integer, Text
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeDecorator
 
 JsonType = JSON().with_variant(JSONB(), "postgresql")
@@ -26,6 +29,32 @@ def storable_text(text: str) -> str:
     `\\x00` or `\\ud800`, so recording why something failed cannot fail in turn. (Data a client
     sends is refused instead, never altered.)"""
     return _UNSTORABLE.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+class attribute_text(FunctionElement[str]):  # noqa: N801 - a SQL function, named as one
+    """`attribute_text(json_column, key)`: the text of the top-level string value under `key`
+    (an expression) in a JSON object column; NULL when the key is absent.
+
+    JSON on SQLite (`json_extract` with the key quoted into the path; keys are restricted by
+    the caller to characters that need no escaping there), JSONB on PostgreSQL (`->>`)."""
+
+    type = Text()
+    inherit_cache = True
+
+
+@compiles(attribute_text, "sqlite")
+def _attribute_text_sqlite(element: attribute_text, compiler: SQLCompiler, **kw: Any) -> str:
+    column, key = list(element.clauses)
+    return (
+        f"json_extract({compiler.process(column, **kw)}, "
+        f"'$.\"' || {compiler.process(key, **kw)} || '\"')"
+    )
+
+
+@compiles(attribute_text, "postgresql")
+def _attribute_text_postgresql(element: attribute_text, compiler: SQLCompiler, **kw: Any) -> str:
+    column, key = list(element.clauses)
+    return f"({compiler.process(column, **kw)} ->> {compiler.process(key, **kw)})"
 
 
 class UtcDateTime(TypeDecorator[datetime]):
