@@ -192,3 +192,18 @@ class ProcessStats:
                 if line.startswith("VmHWM:"):
                     peak_kb = int(line.split()[1])
         return cls(cpu, peak_kb / 1024)
+
+
+def wait_until_idle(pid: int, *, window_s: float = 0.5, timeout_s: float = 30.0) -> float:
+    """Wait until the process uses under 2% of a core over `window_s`: a server finishes its
+    startup work (`neens serve` loads the statistics libraries in the background, about a second
+    of CPU) before its CPU is counted against a load. Returns the seconds waited."""
+    start = time.monotonic()
+    before = ProcessStats.of(pid).cpu_s
+    while time.monotonic() - start < timeout_s:
+        time.sleep(window_s)
+        now = ProcessStats.of(pid).cpu_s
+        if now - before < 0.02 * window_s:
+            break
+        before = now
+    return time.monotonic() - start

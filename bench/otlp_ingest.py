@@ -5,7 +5,8 @@ protobuf ExportTraceServiceRequests carrying `--traces-per-request` agent traces
 `--trace-kb` KB each (5 spans; token counts vary per call, so no per-count memo can flatter the
 pricing), sent by `_load`'s aiohttp client processes, which are checked not to be the bottleneck:
 before timing, the sink is loaded by one and by two client processes, and the faster setting is
-used (if two are faster, one was the ceiling).
+used (if two are faster, one was the ceiling). Each Neens target is warmed up (untimed) and then
+left until its CPU settles, so the server's own startup work is not counted as ingest.
 
 Each round sends the same bodies to the sink and to Neens (fresh trace ids every round, the order
 alternating), so each round gives one paired ratio; the median and spread of those ratios are the
@@ -396,6 +397,7 @@ def run(args: argparse.Namespace) -> int:
             for t in targets[1:]:  # warm-up: untimed, its spans counted as accepted
                 t.load(warmup, args, processes)
                 t.cpu_s.clear()
+                _load.wait_until_idle(t.server.popen.pid)
             for i, bodies in enumerate(rounds):
                 order = targets if i % 2 == 0 else list(reversed(targets))
                 for t in order:

@@ -454,17 +454,30 @@ def _rejection(span_name: str, reason: str) -> Rejection:
 def _attributes(
     key_values: Iterable[KeyValue], source: str, depth: int = 0
 ) -> dict[str, AttributeValue]:
-    """Key/value pairs as a dict; a repeated key keeps its last value, as OTel SDKs do."""
+    """Key/value pairs as a dict; a repeated key keeps its last value, as OTel SDKs do.
+
+    Strings, ints and doubles (nearly every attribute) are read here; the other kinds go
+    through `_any_value`."""
     result: dict[str, AttributeValue] = {}
     for key_value in key_values:
-        if not key_value.key and key_value.key_strindex:
+        key = key_value.key
+        if not key and key_value.key_strindex:
             raise _Undecodable(
                 f"has a {source} keyed by key_strindex, which only the profiles signal defines"
             )
-        try:
-            result[key_value.key] = _any_value(key_value.value, depth)
-        except _Undecodable as exc:
-            raise _Undecodable(f"{source} {safe_label(key_value.key)} {exc.reason}") from None
+        value = key_value.value
+        which = value.WhichOneof("value")
+        if which == "string_value":
+            result[key] = value.string_value
+        elif which == "int_value":
+            result[key] = value.int_value
+        elif which == "double_value":
+            result[key] = value.double_value
+        else:
+            try:
+                result[key] = _any_value(value, depth)
+            except _Undecodable as exc:
+                raise _Undecodable(f"{source} {safe_label(key)} {exc.reason}") from None
     return result
 
 
@@ -524,7 +537,7 @@ def _time(unix_nanos: int) -> datetime | None:
     """
     if unix_nanos == 0:
         return None
-    return _EPOCH + timedelta(microseconds=unix_nanos // 1000)
+    return _EPOCH + timedelta(0, 0, unix_nanos // 1000)  # positional: half the cost of keywords
 
 
 _SPAN_KIND_NAMES: Final[Mapping[int, str]] = {
