@@ -7,6 +7,7 @@ import enum
 import json
 import math
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -241,3 +242,19 @@ def test_the_text_is_kept_only_when_the_fast_check_is_sure(
     assert (record.json_text() is not None) is cached
     if cached:
         assert record.json_text().attributes == _STDLIB.encode(attributes)  # type: ignore[union-attr]
+
+
+def test_spans_sharing_a_resource_dict_get_its_text_and_another_resource_gets_its_own() -> None:
+    resource = {"service.name": "support", "host.name": "box-1"}
+    first = replace(_record({"a": 1}, []), resource_attributes=resource)
+    second = replace(_record({"b": 2}, []), resource_attributes=resource)
+    other = replace(_record({"c": 3}, []), resource_attributes={"service.name": "billing"})
+    texts = []
+    for record in (first, second, other, first):
+        assert record_unstorable_reason(record) is None
+        encoded = record.json_text()
+        assert encoded is not None
+        texts.append(encoded.resource_attributes)
+    assert texts == [json.dumps(resource)] * 2 + [json.dumps({"service.name": "billing"})] + [
+        json.dumps(resource)
+    ]

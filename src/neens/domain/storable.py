@@ -184,6 +184,22 @@ def _encode(value: Any, depth: int = 0) -> str:
     return _encode_any(value)
 
 
+_last_resource: tuple[object, str] = (None, "null")
+
+
+def _encode_resource(attributes: dict[str, Any]) -> str:
+    """`_encode(attributes)`, remembered for the last dict asked: the spans of one resource
+    share one dict of its attributes (an SDK sends a dozen: service, SDK, host, process), so a
+    request's spans encode it once. The dict is held, so its id cannot be reused meanwhile."""
+    global _last_resource
+    last, text = _last_resource
+    if last is attributes:
+        return text
+    text = _encode(attributes)
+    _last_resource = (attributes, text)
+    return text
+
+
 def _storable_json(record: SpanRecord) -> SpanJson | None:
     """The JSON text of the record's values when `record_unstorable_reason` would surely find
     nothing; None means "look closer".
@@ -222,7 +238,7 @@ def _storable_json(record: SpanRecord) -> SpanJson | None:
             return None
     try:
         texts = (
-            _encode(record.resource_attributes),
+            _encode_resource(record.resource_attributes),
             _encode(record.attributes),
             _encode(record.events),
         )

@@ -397,7 +397,7 @@ def _decode_request(
 
 
 def _decode_span(
-    span: Span, resource_attributes: Mapping[str, AttributeValue], scope_name: str | None
+    span: Span, resource_attributes: dict[str, AttributeValue], scope_name: str | None
 ) -> SpanRecord | Rejection:
     name = span.name
     trace_id = span.trace_id
@@ -438,7 +438,8 @@ def _decode_span(
         status_code=_STATUS_CODES.get(status.code),
         status_message=status.message or None,
         attributes={**resource_attributes, **own_attributes},
-        resource_attributes=dict(resource_attributes),
+        # One dict for every span of the resource: never changed, and encoded once (`storable`).
+        resource_attributes=resource_attributes,
         events=events,
         scope_name=scope_name,
     )
