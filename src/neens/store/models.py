@@ -22,6 +22,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     case,
+    literal_column,
     select,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
@@ -138,7 +139,16 @@ class Span(Base):
     """A span exactly as received (after decoding), so its session can always be re-derived."""
 
     __tablename__ = "spans"
-    __table_args__ = (UniqueConstraint("session_pk", "span_id"),)
+    __table_args__ = (
+        UniqueConstraint("session_pk", "span_id"),
+        # Spans without a model (agents, tools, bookkeeping: most of them) are not indexed.
+        Index(
+            None,
+            "model",
+            sqlite_where=literal_column("model").is_not(None),
+            postgresql_where=literal_column("model").is_not(None),
+        ),
+    )
 
     pk: Mapped[int] = mapped_column(BigIntPk, primary_key=True, autoincrement=True)
     session_pk: Mapped[int] = mapped_column(BigIntPk, ForeignKey("sessions.pk", ondelete="CASCADE"))
@@ -157,7 +167,7 @@ class Span(Base):
     input: Mapped[str | None] = mapped_column(Text, default=None)
     output: Mapped[str | None] = mapped_column(Text, default=None)
     agent_name: Mapped[str | None] = mapped_column(String(500), default=None)
-    model: Mapped[str | None] = mapped_column(String(500), default=None, index=True)
+    model: Mapped[str | None] = mapped_column(String(500), default=None)
     """The model this span reports (conventions applied), kept to find sessions to re-price."""
 
 

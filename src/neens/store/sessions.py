@@ -596,6 +596,16 @@ def _store(
     return {key: rederived[pk_of[key]] for key in stale}
 
 
+def sessions_reporting(model: str) -> Any:
+    """The pks of sessions with a span reporting `model`, in any case (as overrides match).
+
+    `model IS NOT NULL` lets the partial index on `spans.model` list the spans that report a
+    model; the case-folded match then reads only those, not every span."""
+    return select(Span.session_pk).where(
+        Span.model.is_not(None), func.lower(Span.model) == model.lower()
+    )
+
+
 async def reprice_model(db: Database, project_id: str, model: str) -> int:
     """Re-derive every session with a span reporting `model` (any case, as overrides match);
     returns how many."""
@@ -605,9 +615,7 @@ async def reprice_model(db: Database, project_id: str, model: str) -> int:
             select(TraceSession.pk, TraceSession.trace_id)
             .where(
                 owned_by(TraceSession, project_id),
-                TraceSession.pk.in_(
-                    select(Span.session_pk).where(func.lower(Span.model) == model.lower())
-                ),
+                TraceSession.pk.in_(sessions_reporting(model)),
             )
             .with_for_update()
         )
