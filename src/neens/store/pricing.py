@@ -17,13 +17,17 @@ applies at once (and re-prices stored sessions); one set through another server 
 many seconds."""
 
 
+def remembered_price_book(db: Database, project_id: str) -> PriceBook | None:
+    """The project's prices if `price_book` read them in the last `PRICE_MEMO_SECONDS`."""
+    remembered = db.memo_get("prices", project_id, ttl_s=PRICE_MEMO_SECONDS)
+    assert remembered is None or isinstance(remembered, PriceBook)
+    return remembered
+
+
 async def price_book(s: AsyncSession, project_id: str, db: Database | None = None) -> PriceBook:
     """The project's prices; with `db`, remembered for a few seconds to spare ingest a query."""
-    if db is not None:
-        remembered = db.memo_get("prices", project_id, ttl_s=PRICE_MEMO_SECONDS)
-        if remembered is not None:
-            assert isinstance(remembered, PriceBook)
-            return remembered
+    if db is not None and (remembered := remembered_price_book(db, project_id)) is not None:
+        return remembered
     rows = await s.scalars(select(ModelPrice).where(owned_by(ModelPrice, project_id)))
     book = PriceBook({r.model: Price(r.input_per_mtok_usd, r.output_per_mtok_usd) for r in rows})
     if db is not None:

@@ -40,7 +40,7 @@ from neens.domain.spans import Rejection, SpanLogEvent, SpanRecord
 from neens.domain.storable import safe_label
 from neens.store.db import Database, dialect_insert
 from neens.store.models import LogEvent, Span, TraceSession
-from neens.store.pricing import price_book
+from neens.store.pricing import price_book, remembered_price_book
 from neens.store.span_rows import insert_spans, span_row
 from neens.store.tenancy import owned_by
 from neens.store.types import utcnow
@@ -501,8 +501,12 @@ async def write_span_batches(db: Database, batches: list[SpanBatch]) -> list[Wri
     summaries: dict[tuple[str, str], SessionSummary] = {}
 
     async def summarize() -> None:
-        async with db.read() as s:  # connects only when a project's prices are not remembered
-            books.update({p: await price_book(s, p, db) for p in sorted({p for p, _ in keys})})
+        for project_id in sorted({p for p, _ in keys}):
+            book = remembered_price_book(db, project_id)
+            if book is None:
+                async with db.read() as s:
+                    book = await price_book(s, project_id, db)
+            books[project_id] = book
         for key in keys:
             trace = traces[key]
             summaries[key] = summarize_session(trace.records, books[key[0]], views=trace.views)
