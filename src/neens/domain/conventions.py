@@ -37,6 +37,7 @@ from neens.domain.convention_tables import (
     TOKEN_KEYS,
 )
 from neens.domain.messages import Side, event_content, first_text, nonblank_text, to_json
+from neens.domain.records import hot_record
 from neens.domain.spans import SpanRecord
 from neens.domain.storable import safe_label
 
@@ -91,7 +92,7 @@ def is_push_trace_id(trace_id: str) -> bool:
     return trace_id.startswith("ppr_") and ":" in trace_id
 
 
-@dataclass(frozen=True, slots=True)
+@hot_record
 class SpanView:
     """What a span means, independent of the convention that described it.
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Literal
 
 from neens.domain.conventions import MAX_TOKENS, Flag, FlagCode, SpanView, span_view
 from neens.domain.pricing import PriceBook, span_cost
+from neens.domain.records import hot_record
 from neens.domain.span_tree import parent_cycle_members
 from neens.domain.spans import SpanRecord
 from neens.domain.storable import safe_label
@@ -38,7 +38,7 @@ _STEP_KINDS: Final = frozenset({"llm", "tool"})
 _NO_TIME: Final = datetime.min.replace(tzinfo=UTC)
 
 
-@dataclass(frozen=True, slots=True)
+@hot_record
 class SessionSummary:
     """The derived facts about one session, as listed and compared by the API."""
 
@@ -73,7 +73,7 @@ class SessionSummary:
     """The span `output` was read from."""
 
 
-@dataclass(frozen=True, slots=True)
+@hot_record
 class _Span:
     record: SpanRecord
     view: SpanView

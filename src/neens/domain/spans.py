@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from neens.domain.records import hot_record
+
 AttributeValue = Any
 """A decoded attribute value: str, bool, int, float, bytes-as-hex str, list or dict of those."""
 
 
-@dataclass(frozen=True, slots=True)
+@hot_record
 class SpanJson:
     """The JSON text of a span's attributes, resource attributes and events, as the storability
     check encoded them (`json.JSONEncoder(ensure_ascii=False)`), kept so the store writes this
@@ -29,7 +31,7 @@ class SpanJson:
     of: tuple[object, object, object]
 
 
-@dataclass(frozen=True, slots=True)
+@hot_record
 class SpanRecord:
     """One span, format-independent, with resource attributes flattened in.
 
