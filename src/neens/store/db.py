@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from neens.secrets import SecretBox, SecretKeyError
+from neens.store.types import json_dumps
 
 SQLITE_JOURNAL_MODE = "WAL"
 """Readers never block the writer and the writer never blocks readers."""
@@ -58,10 +59,12 @@ def make_engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
     url = normalize_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_async_engine(url, pool_pre_ping=True)
+        return create_async_engine(url, pool_pre_ping=True, json_serializer=json_dumps)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+    engine = create_async_engine(
+        url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, json_serializer=json_dumps
+    )
     _set_sqlite_pragmas(engine.sync_engine, foreign_keys=foreign_keys)
     return engine
 
@@ -76,6 +79,7 @@ def _make_sync_sqlite_engine(url: str) -> Engine:
     engine = create_engine(
         parsed,
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+        json_serializer=json_dumps,
     )
     _set_sqlite_pragmas(engine, foreign_keys=True)
     return engine

@@ -11,7 +11,6 @@ tests/store/test_span_rows.py writes the same spans both ways and compares the s
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from typing import Any, Final
 from sqlalchemy import Connection
 
 from neens.domain.spans import SpanRecord
+from neens.store.types import json_dumps
 
 COLUMNS: Final = (
     "session_pk",
@@ -85,8 +85,8 @@ def _postgres_time(value: datetime | None) -> datetime | None:
     return None if value is None else _utc(value)
 
 
-_dumps = json.dumps
-"""The JSON type's own encoder (no `json_serializer` is configured on the engines)."""
+_dumps = json_dumps
+"""The JSON columns' own serializer (`json_serializer` on every engine)."""
 
 _NOT_ASCII: Final = re.compile("[\x7f-\U0010ffff]")
 """What `json.dumps` escapes beyond what an `ensure_ascii=False` encoder does (DEL too)."""

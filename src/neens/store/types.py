@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -15,6 +16,36 @@ from sqlalchemy.types import TypeDecorator
 
 JsonType = JSON().with_variant(JSONB(), "postgresql")
 """JSON on SQLite, JSONB on PostgreSQL."""
+
+_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+"""The C encoder's constructor, which typeshed does not list (None without the C module)."""
+_ONE_ENCODER = (
+    None
+    if _make_encoder is None
+    else _make_encoder(
+        None,  # no circular-reference check (see `json_dumps`)
+        json.JSONEncoder().default,
+        json.encoder.encode_basestring_ascii,
+        None,  # indent
+        ": ",
+        ", ",
+        False,  # sort_keys
+        False,  # skipkeys
+        True,  # allow_nan
+    )
+)
+
+
+def json_dumps(value: object) -> str:
+    """`json.dumps(value)`, the same text, without building an encoder on every call: the JSON
+    columns' serializer on every engine (a session row has three, written on every ingest).
+
+    One C encoder serves every call; it skips `json.dumps`'s check for circular references, so a
+    cycle raises RecursionError instead of ValueError (no stored value can hold one)."""
+    if _ONE_ENCODER is None:
+        return json.dumps(value)
+    return "".join(_ONE_ENCODER(value, 0))
+
 
 BigIntPk = BigInteger().with_variant(Integer(), "sqlite")
 """64-bit keys on PostgreSQL; SQLite only auto-increments a plain INTEGER primary key."""
