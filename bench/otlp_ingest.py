@@ -10,7 +10,8 @@ left until its CPU settles, so the server's own startup work is not counted as i
 
 Each round sends the same bodies to the sink and to Neens (fresh trace ids every round, the order
 alternating), so each round gives one paired ratio; the median and spread of those ratios are the
-result. Beside each target: its CPU seconds and CPU per span (from /proc), its peak RSS, and for
+result. Beside each target: its CPU seconds and CPU per span (from /proc; the median over rounds,
+each round's printed), its peak RSS, and for
 Neens the spans found in the database afterwards, which must equal the spans it accepted.
 
     python bench/otlp_ingest.py                    # SQLite in a temp dir
@@ -247,7 +248,7 @@ def report(targets: list[Target], args: argparse.Namespace, processes: int) -> b
         "per round",
         "failed",
         "cpu s",
-        "cpu µs/span",
+        "cpu µs/span (median)",
         "peak RSS MB",
         "p50 ms",
         "p99 ms",
@@ -255,11 +256,19 @@ def report(targets: list[Target], args: argparse.Namespace, processes: int) -> b
         table.add_column(column, justify="left" if column == "target" else "right")
     medians: dict[str, float] = {}
     cpu_per_span: dict[str, float] = {}
+    """The median over rounds, like spans/s: one round the machine was slow in moves it less."""
+    per_round: dict[str, list[float]] = {}
+    overall: dict[str, float] = {}
     for t in targets:
         rates = [t.spans_per_s(r, spans_per_request) for r in t.runs]
         medians[t.name] = statistics.median(rates)
-        spans = sum(r.ok * spans_per_request - r.refused_units for r in t.runs)
-        cpu_per_span[t.name] = sum(t.cpu_s) / spans * 1e6 if spans else float("inf")
+        round_spans = [r.ok * spans_per_request - r.refused_units for r in t.runs]
+        per_round[t.name] = [
+            cpu / spans * 1e6 if spans else float("inf")
+            for cpu, spans in zip(t.cpu_s, round_spans, strict=True)
+        ]
+        cpu_per_span[t.name] = statistics.median(per_round[t.name])
+        overall[t.name] = sum(t.cpu_s) / sum(round_spans) * 1e6 if sum(round_spans) else 0.0
         latencies = LoadRun(latencies=[x for r in t.runs for x in r.latencies])
         table.add_row(
             t.name,
@@ -273,6 +282,12 @@ def report(targets: list[Target], args: argparse.Namespace, processes: int) -> b
             f"{latencies.latency_ms(0.99):.1f}",
         )
     console.print(table)
+    for t in targets[1:]:
+        rounds = " ".join(f"{us:.0f}" for us in per_round[t.name])
+        console.print(
+            f"{t.name} CPU µs per span, per round: {rounds} "
+            f"(median {cpu_per_span[t.name]:.0f}; all rounds together {overall[t.name]:.0f})"
+        )
 
     trustworthy = True
     for t in targets:
