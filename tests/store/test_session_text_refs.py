@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -129,15 +130,11 @@ def test_a_key_that_a_json_path_would_need_to_escape_keeps_the_text() -> None:
         attributes={'input "value"': value},
     )
     assert _text_or_reference(value, "s1", [record]) == (value, None, None)
-    safe = SpanRecord(**{**_fields(record), "attributes": {"input.value": value}})
+    safe = replace(record, attributes={"input.value": value})
     assert _text_or_reference(value, "s1", [safe]) == (None, "s1", "input.value")
     # An equal string that is not the attribute's own value is not taken for it.
     assert _text_or_reference("".join(["some ", "prompt"]), "s1", [safe])[0] == value
     assert _text_or_reference(value, "other", [safe]) == (value, None, None)
-
-
-def _fields(record: SpanRecord) -> dict[str, Any]:
-    return {name: getattr(record, name) for name in SpanRecord.__dataclass_fields__}
 
 
 async def test_going_back_a_revision_copies_referred_text_into_the_row(
