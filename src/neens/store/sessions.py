@@ -41,6 +41,7 @@ from neens.domain.storable import safe_label
 from neens.store.db import Database, dialect_insert
 from neens.store.models import LogEvent, Span, TraceSession
 from neens.store.pricing import price_book, remembered_price_book
+from neens.store.session_rows import SUMMARY_COLUMNS, insert_new_sessions, session_row
 from neens.store.span_rows import insert_spans, span_row
 from neens.store.tenancy import owned_by
 from neens.store.types import utcnow
@@ -332,70 +333,26 @@ def _mark_late(
         )
 
 
-_SUMMARY_COLUMNS = (
-    "agent_name",
-    "input",
-    "input_span_id",
-    "input_key",
-    "output",
-    "output_span_id",
-    "output_key",
-    "models",
-    "input_tokens",
-    "output_tokens",
-    "latency_ms",
-    "step_count",
-    "span_count",
-    "cost_usd",
-    "cost_status",
-    "unpriced",
-    "status",
-    "started_at",
-    "ended_at",
-    "eval_run_id",
-    "dataset_item_id",
-    "version_label",
-    "warnings",
-    "updated_at",
-)
-"""The keys of `_summary_values`, which the UPDATE below binds by name."""
 _UPDATE_SUMMARY = (
     update(_SESSIONS)
     .where(_SESSIONS.c.pk == bindparam("session_pk"))
-    .values({name: bindparam(name) for name in _SUMMARY_COLUMNS})
+    .values({name: bindparam(name) for name in SUMMARY_COLUMNS})
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Statements:
-    """The ingest's session INSERTs for one dialect, built once: executed with a list of
-    parameter sets, SQLAlchemy compiles each once and caches it (a multi-row `.values([...])` is
-    compiled anew for every batch, which cost more than the rest of the write). Spans, many
-    more rows, skip SQLAlchemy's per-value processing altogether: `store.span_rows`."""
-
-    new_sessions: Any
-    """Insert sessions that do not exist yet, with their summary; returns only the new rows."""
-    touch_sessions: Any
-    """Upsert existing sessions, taking each row's lock (PostgreSQL's ON CONFLICT DO UPDATE)."""
+_touch_statements: dict[str, Any] = {}
 
 
-_statements: dict[str, _Statements] = {}
-
-
-def _statements_for(dialect: str) -> _Statements:
-    if dialect not in _statements:
-        returning = (_SESSIONS.c.pk, _SESSIONS.c.project_id, _SESSIONS.c.trace_id)
-        session_key = ["project_id", "trace_id"]
+def _touch_sessions(dialect: str) -> Any:
+    """Upsert existing sessions, taking each row's lock (PostgreSQL's ON CONFLICT DO UPDATE);
+    built once per dialect, so SQLAlchemy compiles it once and caches it."""
+    if dialect not in _touch_statements:
         touch = dialect_insert(dialect, _SESSIONS)
-        _statements[dialect] = _Statements(
-            new_sessions=dialect_insert(dialect, _SESSIONS)
-            .on_conflict_do_nothing(index_elements=session_key)
-            .returning(*returning),
-            touch_sessions=touch.on_conflict_do_update(
-                index_elements=session_key, set_={"updated_at": touch.excluded.updated_at}
-            ).returning(*returning),
-        )
-    return _statements[dialect]
+        _touch_statements[dialect] = touch.on_conflict_do_update(
+            index_elements=["project_id", "trace_id"],
+            set_={"updated_at": touch.excluded.updated_at},
+        ).returning(_SESSIONS.c.pk, _SESSIONS.c.project_id, _SESSIONS.c.trace_id)
+    return _touch_statements[dialect]
 
 
 def _jsonb_exact(value: object) -> bool:
@@ -530,26 +487,28 @@ def _store(
     books: dict[str, PriceBook],
 ) -> dict[tuple[str, str], SessionSummary]:
     """The statements of `write_span_batches`; returns the summaries it had to re-derive."""
-    statements = _statements_for(conn.dialect.name)
     _lock_traces(conn, keys, shared=True)
     now = utcnow()
-    inserted = conn.execute(
-        statements.new_sessions,
+    dialect = conn.dialect.name
+    pk_of = insert_new_sessions(
+        conn,
         [
-            {
-                **_summary_values(summaries[key], traces[key].records),
-                "project_id": key[0],
-                "trace_id": key[1],
-                "source": traces[key].source,
-                "created_at": now,
-                "updated_at": now,
-            }
+            session_row(
+                dialect,
+                {
+                    **_summary_values(summaries[key], traces[key].records),
+                    "project_id": key[0],
+                    "trace_id": key[1],
+                    "source": traces[key].source,
+                    "created_at": now,
+                    "updated_at": now,
+                },
+            )
             for key in keys
         ],
     )
-    pk_of = {(project_id, trace_id): pk for pk, project_id, trace_id in inserted}
     stale = [key for key in keys if key not in pk_of]
-    if conn.dialect.name == "postgresql":
+    if dialect == "postgresql":
         stale = sorted(
             {
                 *stale,
@@ -567,7 +526,7 @@ def _store(
     existing = [key for key in stale if key not in pk_of]
     if existing:
         touched = conn.execute(
-            statements.touch_sessions,
+            _touch_sessions(dialect),
             [
                 {
                     "project_id": project_id,
@@ -585,7 +544,6 @@ def _store(
             ],
         )
         pk_of.update({(project_id, trace_id): pk for pk, project_id, trace_id in touched})
-    dialect = conn.dialect.name
     insert_spans(conn, [span_row(dialect, pk_of[key], r, model) for key, r, model in span_rows])
     fresh = [key for key in keys if key not in stale]
     if fresh and (with_events := _traces_with_log_events(conn, fresh)):

@@ -73,15 +73,15 @@ _SQLITE_TIME: Final = "%04d-%02d-%02d %02d:%02d:%02d.%06d"
 """SQLAlchemy's SQLite DATETIME storage format."""
 
 
-def _sqlite_time(value: datetime | None) -> str | None:
-    """The text SQLAlchemy's SQLite DATETIME stores for the UTC time."""
+def sqlite_time(value: datetime | None) -> str | None:
+    """The text SQLAlchemy's SQLite DATETIME stores for the UTC time (`UtcDateTime`)."""
     if value is None:
         return None
     v = _utc(value)
     return _SQLITE_TIME % (v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
 
 
-def _postgres_time(value: datetime | None) -> datetime | None:
+def postgres_time(value: datetime | None) -> datetime | None:
     return None if value is None else _utc(value)
 
 
@@ -120,7 +120,7 @@ def span_row(dialect: str, session_pk: int, record: SpanRecord, model: str | Non
     written it on SQLite, which stores the text itself.
     """
     postgres = dialect == "postgresql"
-    time = _postgres_time if postgres else _sqlite_time
+    time = postgres_time if postgres else sqlite_time
     encoded = record.json_text()
     if encoded is None:
         attributes = _dumps(record.attributes)
