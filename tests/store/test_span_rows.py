@@ -207,3 +207,38 @@ def test_text_from_the_storability_check_becomes_what_json_dumps_writes() -> Non
     for _ in range(3000):
         value = {text(): [text(), {text(): text()}, 1.5, -0.0, 10**20, None, True]}
         assert as_dumps(encoder.encode(value)) == json.dumps(value)
+
+
+async def test_a_batch_larger_than_one_statement_keeps_every_span_once(
+    db: Database, ingest_key: CreatedKey, dialect: str
+) -> None:
+    """Rows go in chunks of one statement each (1,024 spans at most); a span sent twice in the
+    batch, in the same chunk or another one, is stored once, as first received."""
+    base = _spans()[0]
+    records = [replace(base, span_id=f"s{n:04d}", name=f"first {n}") for n in range(1100)]
+    again = [replace(records[n], name=f"again {n}") for n in (3, 1050, 10)]
+
+    def write(conn: Connection) -> int:
+        pk = conn.execute(
+            insert(cast(Table, TraceSession.__table__))
+            .values(
+                project_id=ingest_key.project_id,
+                trace_id="big",
+                source="otlp",
+                cost_status="no_llm_calls",
+                status="ok",
+            )
+            .returning(TraceSession.pk)
+        ).scalar_one()
+        rows = [span_row(dialect, pk, r, None) for r in [*records[:20], *again, *records[20:]]]
+        insert_spans(conn, rows)
+        return int(pk)
+
+    pk = await db.run_write(write)
+    async with db.read() as s:
+        names = dict(
+            (await s.execute(select(Span.span_id, Span.name).where(Span.session_pk == pk))).all()
+        )
+    expected = {f"s{n:04d}": f"first {n}" for n in range(1100)}
+    expected["s1050"] = "again 1050"  # its second copy came first
+    assert names == expected

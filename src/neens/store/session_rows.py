@@ -4,7 +4,7 @@ Most traces arrive in one request, so nearly every ingest batch creates its sess
 Through SQLAlchemy's typed INSERT, binding a row (29 values, a processor for each datetime and
 JSON column) cost as much as the span rows of its trace; here, as for spans (`store.span_rows`),
 a row is a tuple holding exactly what those processors would have produced, and the rows go in
-multi-row INSERTs that return the keys of the rows they created.
+multi-row INSERTs (`store.driver_rows`) that return the keys of the rows they created.
 
 A row whose (project, trace) already exists is skipped (`ON CONFLICT DO NOTHING`) and returns
 nothing, which is how the caller tells new traces from ones it has to merge into.
@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
-from neens.store.span_rows import postgres_time, sqlite_time
+from neens.store.driver_rows import chunks, flat, postgres_time, sqlite_time, values_clause
 from neens.store.types import json_dumps
 
 SUMMARY_COLUMNS: Final = (
@@ -58,10 +58,6 @@ SessionKey = tuple[str, str]
 """(project id, trace id)."""
 SessionRow = tuple[Any, ...]
 
-_MAX_ROWS: Final = 512
-"""Rows in one INSERT at most: 512 x 29 values stays under both databases' limit on bound
-values (32,766 on SQLite, 65,535 on PostgreSQL)."""
-
 
 def session_row(dialect: str, values: Mapping[str, Any]) -> SessionRow:
     """One new session's row, its values in `COLUMNS` order, as SQLAlchemy's types would have
@@ -76,18 +72,11 @@ def session_row(dialect: str, values: Mapping[str, Any]) -> SessionRow:
 
 
 def insert_new_sessions(conn: Connection, rows: Sequence[SessionRow]) -> dict[SessionKey, int]:
-    """Insert the rows whose (project, trace) is not stored yet; returns the pk of each row
-    inserted, by its key. Rows go in chunks of powers of two, so a handful of statement texts
-    serve every batch size (each database caches a prepared statement by its text)."""
+    """Insert the rows whose (project, trace) is not stored yet, in multi-row INSERTs; returns
+    the pk of each row inserted, by its key."""
     pks: dict[SessionKey, int] = {}
-    start = 0
-    while start < len(rows):
-        size = min(_MAX_ROWS, 1 << ((len(rows) - start).bit_length() - 1))
-        chunk = rows[start : start + size]
-        start += size
-        result = conn.exec_driver_sql(
-            _sql(conn.dialect.name, size), tuple(value for row in chunk for value in row)
-        )
+    for chunk in chunks(rows, len(COLUMNS)):
+        result = conn.exec_driver_sql(_sql(conn.dialect.name, len(chunk)), flat(chunk))
         pks.update({(project_id, trace_id): pk for pk, project_id, trace_id in result})
     return pks
 
@@ -102,10 +91,8 @@ def _sql(dialect: str, rows: int) -> str:
             marks = ["CAST(%s AS jsonb)" if c in _JSON_COLUMNS else "%s" for c in COLUMNS]
         else:
             marks = ["?"] * len(COLUMNS)
-        values = "(" + ", ".join(marks) + ")"
         _statements[key] = (
-            f"INSERT INTO sessions ({', '.join(COLUMNS)}) VALUES "
-            + ", ".join([values] * rows)
-            + " ON CONFLICT (project_id, trace_id) DO NOTHING RETURNING pk, project_id, trace_id"
+            f"INSERT INTO sessions ({', '.join(COLUMNS)}) {values_clause(marks, rows)} "
+            "ON CONFLICT (project_id, trace_id) DO NOTHING RETURNING pk, project_id, trace_id"
         )
     return _statements[key]
