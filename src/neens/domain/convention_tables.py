@@ -185,10 +185,12 @@ _LLM_REQUEST_KINDS: Final[Mapping[str, str]] = {
 }
 
 
+_traceloop_kind: Final = _kind_from("traceloop.span.kind", _TRACELOOP_KINDS)
+_llm_request_kind: Final = _kind_from("llm.request.type", _LLM_REQUEST_KINDS)
+
+
 def _openllmetry_kind(record: SpanRecord) -> str | None:
-    return _kind_from("traceloop.span.kind", _TRACELOOP_KINDS)(record) or _kind_from(
-        "llm.request.type", _LLM_REQUEST_KINDS
-    )(record)
+    return _traceloop_kind(record) or _llm_request_kind(record)
 
 
 def _openllmetry_content(side: Side) -> FieldReader:

@@ -178,7 +178,7 @@ def span_view(record: SpanRecord) -> SpanView:
     input_tokens = _first_token_count(attributes, INPUT_TOKEN_KEYS, flags)
     output_tokens = _first_token_count(attributes, OUTPUT_TOKEN_KEYS, flags)
     flags.extend(_misspelled_correlation_keys(attributes))
-    kind = _kind(record, has_model=model is not None)
+    kind, by_convention = _kind(record, has_model=model is not None)
     return SpanView(
         name=record.name,
         start_time=record.start_time,
@@ -191,7 +191,9 @@ def span_view(record: SpanRecord) -> SpanView:
         provider=first_text(attributes, PROVIDER_KEYS),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        agent_name=_bounded(_agent_name(record, kind), MAX_NAME_CHARS, "agent name", flags),
+        agent_name=_bounded(
+            _agent_name(record, kind, by_convention), MAX_NAME_CHARS, "agent name", flags
+        ),
         eval_run_id=_bounded(
             _correlation_key(attributes.get(EVAL_RUN_ID_KEY)),
             MAX_LINK_CHARS,
@@ -304,27 +306,29 @@ def _bounded(value: str | None, limit: int, what: str, flags: list[Flag]) -> str
     return None
 
 
-def _kind(record: SpanRecord, *, has_model: bool) -> str:
+def _kind(record: SpanRecord, *, has_model: bool) -> tuple[str, bool]:
+    """The span's kind, and whether a convention named it (rather than the record's own kind
+    or a fallback)."""
     for convention in CONVENTIONS:
         if (kind := convention.kind(record)) is not None:
-            return kind
+            return kind, True
     if record.kind is not None and record.kind.strip().lower() in SPAN_KINDS:
-        return record.kind.strip().lower()
+        return record.kind.strip().lower(), False
     attributes = record.attributes
     if nonblank_text(attributes.get("gen_ai.tool.name")) is not None:
-        return "tool"
+        return "tool", False
     if has_model and any(key in attributes for key in TOKEN_KEYS):
-        return "llm"
-    return "span"
+        return "llm", False
+    return "span", False
 
 
-def _agent_name(record: SpanRecord, kind: str) -> str | None:
+def _agent_name(record: SpanRecord, kind: str, by_convention: bool) -> str | None:
     for convention in AGENT_NAME_ORDER:
         if (name := convention.agent_name(record, kind)) is not None:
             return name
     if (name := nonblank_text(record.agent_name)) is not None:
         return name
-    if kind == "agent" and any(c.kind(record) == "agent" for c in CONVENTIONS):
+    if kind == "agent" and by_convention:
         # An instrumentation's agent span is named after its agent; the native format names
         # the agent in the session itself, so its span names are not read as one.
         return nonblank_text(record.name.removeprefix(_INVOKE_AGENT_PREFIX))
