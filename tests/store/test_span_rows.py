@@ -209,11 +209,11 @@ def test_text_from_the_storability_check_becomes_what_json_dumps_writes() -> Non
         assert as_dumps(encoder.encode(value)) == json.dumps(value)
 
 
-async def test_a_batch_larger_than_one_statement_keeps_every_span_once(
+async def test_a_large_batch_keeps_every_span_once(
     db: Database, ingest_key: CreatedKey, dialect: str
 ) -> None:
-    """Rows go in chunks of one statement each (1,024 spans at most); a span sent twice in the
-    batch, in the same chunk or another one, is stored once, as first received."""
+    """A span sent twice in one large batch, near its copy or far from it, is stored once, as
+    first received."""
     base = _spans()[0]
     records = [replace(base, span_id=f"s{n:04d}", name=f"first {n}") for n in range(1100)]
     again = [replace(records[n], name=f"again {n}") for n in (3, 1050, 10)]

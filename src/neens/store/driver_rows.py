@@ -1,15 +1,10 @@
 """What ingest's driver-level INSERTs share (`store.span_rows`, `store.session_rows`).
 
 Ingest writes its rows as tuples handed to the driver, holding exactly what SQLAlchemy's
-column types would have bound: datetimes in UTC, as SQLAlchemy's text on SQLite.
-
-On SQLite the rows go in multi-row INSERTs (`INSERT ... VALUES (...), (...), ...`), never
-through `executemany`. Python's sqlite3 module releases the GIL around every step of a
-statement, so `executemany` gives it up and takes it back once per row, and while the event
-loop holds it each take waits for the interpreter's switch interval: writing 400 spans beside
-a busy thread took 5x the CPU and 50x the time of one statement holding them all.
-Chunks are powers of two in size, so a handful of
-statement texts serve every batch (the driver caches a prepared statement by its text).
+column types would have bound: datetimes in UTC, as SQLAlchemy's text on SQLite. Rows that
+must say which of them were inserted (`RETURNING`) go in multi-row INSERTs (`INSERT ... VALUES
+(...), (...), ... RETURNING`), in chunks whose sizes are powers of two, so a handful of
+statement texts serve every batch (each database caches a prepared statement by its text).
 """
 
 from __future__ import annotations

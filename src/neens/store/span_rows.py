@@ -1,4 +1,4 @@
-"""The span INSERT of ingest, executed by the driver (`store.driver_rows`).
+"""The span INSERT of ingest, executed with the driver's own `executemany`.
 
 Ingest writes every span it accepts, and SQLAlchemy's per-row bind processing (a JSON encoder
 per JSON column, a formatter and a type decorator per datetime, a processor lookup per value)
@@ -18,7 +18,7 @@ from typing import Any, Final
 from sqlalchemy import Connection
 
 from neens.domain.spans import SpanRecord
-from neens.store.driver_rows import chunks, flat, postgres_time, sqlite_time, values_clause
+from neens.store.driver_rows import postgres_time, sqlite_time
 from neens.store.types import json_dumps
 
 COLUMNS: Final = (
@@ -46,25 +46,20 @@ _JSON_COLUMNS: Final = frozenset({"attributes", "resource_attributes", "events"}
 SpanRow = tuple[Any, ...]
 
 
-_CONFLICT: Final = " ON CONFLICT (session_pk, span_id) DO NOTHING"
-"""A span already stored (same session and span id) is kept as first received, as with
-`ON CONFLICT DO NOTHING` in `store.sessions`."""
-_POSTGRES_SQL: Final = (
-    f"INSERT INTO spans ({', '.join(COLUMNS)}) "
-    + values_clause(["CAST(%s AS jsonb)" if c in _JSON_COLUMNS else "%s" for c in COLUMNS], 1)
-    + _CONFLICT
-)
-_sqlite_statements: dict[int, str] = {}
+def _insert_sql(dialect: str) -> str:
+    """The INSERT for `dialect`: a span already stored (same session and span id) is kept as
+    first received, as with `ON CONFLICT DO NOTHING` in `store.sessions`."""
+    if dialect == "postgresql":
+        marks = ["CAST(%s AS jsonb)" if c in _JSON_COLUMNS else "%s" for c in COLUMNS]
+    else:
+        marks = ["?"] * len(COLUMNS)
+    return (
+        f"INSERT INTO spans ({', '.join(COLUMNS)}) VALUES ({', '.join(marks)}) "
+        "ON CONFLICT (session_pk, span_id) DO NOTHING"
+    )
 
 
-def _sqlite_sql(rows: int) -> str:
-    if rows not in _sqlite_statements:
-        _sqlite_statements[rows] = (
-            f"INSERT INTO spans ({', '.join(COLUMNS)}) "
-            + values_clause(["?"] * len(COLUMNS), rows)
-            + _CONFLICT
-        )
-    return _sqlite_statements[rows]
+_SQL: Final = {dialect: _insert_sql(dialect) for dialect in ("sqlite", "postgresql")}
 
 
 _dumps = json_dumps
@@ -138,16 +133,10 @@ def span_row(dialect: str, session_pk: int, record: SpanRecord, model: str | Non
 
 
 def insert_spans(conn: Connection, rows: Sequence[SpanRow]) -> None:
-    """Insert rows made by `span_row` for this connection's dialect: on SQLite in multi-row
-    INSERTs (`store.driver_rows`), on PostgreSQL in one `executemany` (psycopg pipelines it).
+    """Insert rows made by `span_row` for this connection's dialect, in one `executemany`.
 
     Through `exec_driver_sql`, so a value the database refuses still raises SQLAlchemy's
     `DataError` (which ingest turns into per-trace rejections).
     """
-    if not rows:
-        return
-    if conn.dialect.name != "sqlite":
-        conn.exec_driver_sql(_POSTGRES_SQL, list(rows))
-        return
-    for chunk in chunks(rows, len(COLUMNS)):
-        conn.exec_driver_sql(_sqlite_sql(len(chunk)), flat(chunk))
+    if rows:
+        conn.exec_driver_sql(_SQL[conn.dialect.name], list(rows))
