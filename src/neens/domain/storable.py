@@ -177,7 +177,15 @@ def _encode(value: Any, depth: int = 0) -> str:
         for key, item in value.items():
             if type(key) is not str:
                 return _encode_any(value)
-            parts.append(f"{_encode_text(key)}: {_encode(item, depth + 1)}")
+            # A short string or an int (most attribute values) is written here, not by a call.
+            item_kind = type(item)
+            if item_kind is str and len(item) < _LONG_TEXT:
+                text = _encode_text(item)
+            elif item_kind is int:
+                text = int.__repr__(item)
+            else:
+                text = _encode(item, depth + 1)
+            parts.append(f"{_encode_text(key)}: {text}")
         return "{" + ", ".join(parts) + "}"
     if kind is list:
         return "[" + ", ".join([_encode(item, depth + 1) for item in value]) + "]"
