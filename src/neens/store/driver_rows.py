@@ -9,12 +9,14 @@ statement texts serve every batch (each database caches a prepared statement by 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-MAX_BOUND_VALUES: Final = 32_766
-"""SQLite's limit on the values one statement binds (PostgreSQL's is 65,535)."""
+MAX_BOUND_VALUES: Final = 32_766 if sqlite3.sqlite_version_info >= (3, 32) else 999
+"""The most values one statement binds here: SQLite's default limit since 3.32, 999 before
+(PostgreSQL takes 65,535)."""
 
 
 def _utc(value: datetime) -> datetime:
