@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from neens.store.db import Database, normalize_url
 
@@ -28,3 +30,20 @@ async def test_sqlite_runs_in_wal_mode_with_foreign_keys_enforced(db: Database) 
         assert (await s.execute(text("PRAGMA foreign_keys"))).scalar() == 1
         assert (await s.execute(text("PRAGMA synchronous"))).scalar() == 1  # NORMAL
         assert (await s.execute(text("PRAGMA busy_timeout"))).scalar() == 10_000
+
+
+async def test_none_binds_as_null_through_the_registered_adapter(db: Database) -> None:
+    """On SQLite, None takes the adapter registry's first step (`_bind_none_directly`) and is
+    still bound as NULL, through the driver and through SQLAlchemy, on both engines."""
+    if db.dialect != "sqlite":
+        pytest.skip("an adapter of Python's sqlite3 module")
+    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)](None) is None
+
+    def bound(conn: Connection) -> tuple[object, ...]:
+        row = conn.exec_driver_sql("SELECT ? IS NULL, typeof(?), coalesce(?, 'x')", (None,) * 3)
+        return tuple(row.one())
+
+    assert await db.run_write(bound) == (1, "null", "x")
+    async with db.read() as s:
+        row = (await s.execute(text("SELECT :v IS NULL, typeof(:v)"), {"v": None})).one()
+    assert tuple(row) == (1, "null")

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
@@ -54,6 +55,24 @@ def normalize_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+_NO_ADAPTERS: Final[dict[None, None]] = {}
+_NONE_AS_IS: Final = _NO_ADAPTERS.get
+"""A C function that gives back None for None (`{}.get(None)`)."""
+
+
+def _bind_none_directly() -> None:
+    """Bind None as NULL without sqlite3's search for an adapter.
+
+    The sqlite3 module binds str, int, float and bytes as they are, but looks for an adapter for
+    any other value, None included, and when the registry has none it asks its protocol type for
+    `__adapt__`, whose AttributeError (message formatted, then dropped) cost more than binding
+    the value: about a fifth of the writing thread's instructions in span ingest, where a span
+    row holds eight NULLs or so. An adapter registered for None is found at the first step and
+    returns None, which binds as NULL exactly as before. The registry is the module's, so this
+    holds for every SQLite connection in the process."""
+    sqlite3.register_adapter(type(None), _NONE_AS_IS)
+
+
 def make_engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
     """An async engine with Neens' connection settings; SQLite's directory is created."""
     url = normalize_url(url)
@@ -62,6 +81,7 @@ def make_engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
         return create_async_engine(url, pool_pre_ping=True, json_serializer=json_dumps)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    _bind_none_directly()
     engine = create_async_engine(
         url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, json_serializer=json_dumps
     )
