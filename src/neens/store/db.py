@@ -2,7 +2,13 @@
 
 SQLite allows one writer at a time. Rather than let concurrent requests collide inside SQLite and
 poll its busy handler, writes from this process queue on an asyncio lock; `busy_timeout` still
-covers writers in other processes (a `neens keys create` while the server runs).
+covers writers in other processes (`neens worker`s on the same file, a `neens keys create` while
+the server runs).
+
+Every write transaction on SQLite starts with `BEGIN IMMEDIATE`, which takes the database's write
+lock before the transaction's first read. Python's sqlite3 module would otherwise begin only at
+the first INSERT or UPDATE, so a write block's reads ran outside it: two processes could both
+read a job as queued and both claim it, the later UPDATE overwriting the first.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
@@ -34,6 +40,9 @@ SQLITE_JOURNAL_MODE = "WAL"
 """Readers never block the writer and the writer never blocks readers."""
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 """How long a writer from another process waits for the lock before failing."""
+SQLITE_BEGIN_WRITE = "BEGIN IMMEDIATE"
+"""How a write transaction starts on SQLite: holding the write lock from its first statement, so
+what it reads cannot change under it before it commits (see the module's docstring)."""
 SQLITE_SYNCHRONOUS = "NORMAL"
 """With WAL, NORMAL is durable across application crashes; only an OS crash can lose the last
 commits. (OFF, which some tools use, can lose acknowledged writes.)"""
@@ -180,6 +189,7 @@ class Database:
                 yield session
             return
         async with self._write_lock, self._sessions() as session, session.begin():
+            await session.execute(text(SQLITE_BEGIN_WRITE))
             yield session
 
     async def run_write(
@@ -205,11 +215,14 @@ class Database:
                 if prepare is not None:
                     await prepare()
                 async with self.engine.begin() as conn:
+                    if self._write_lock is not None:
+                        await conn.exec_driver_sql(SQLITE_BEGIN_WRITE)
                     return await conn.run_sync(work)
         engine = self._sync_engine
 
         def transaction() -> T:
             with engine.begin() as conn:
+                conn.exec_driver_sql(SQLITE_BEGIN_WRITE)
                 return work(conn)
 
         async with self._write_lock:

@@ -122,9 +122,10 @@ async def requeue(
 
 async def claim(db: Database, worker: str, *, lease_s: float) -> ClaimedJob | None:
     """Take the oldest runnable job: queued and due, or running with a lease another worker
-    let expire."""
-    now = utcnow()
+    let expire. The time is read once the write lock is held: a claim that waited for it must
+    neither see leases as live that ran out meanwhile nor grant one already partly spent."""
     async with db.write() as s:
+        now = utcnow()
         job = await s.scalar(
             select(Job)
             .where(
