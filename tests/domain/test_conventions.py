@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from neens.domain.convention_tables import SPAN_KINDS
+from neens.domain.convention_tables import CONVENTIONS, SPAN_KINDS, TOKEN_KEYS
 from neens.domain.conventions import SpanView, span_view, token_count
 from neens.domain.spans import SpanRecord
 from neens.domain.storable import (
@@ -908,3 +908,132 @@ def test_a_misspelled_correlation_key_is_not_read_but_flagged(key: str, meant: s
 )
 def test_exact_or_unrelated_keys_are_not_flagged_as_misspelled(key: str) -> None:
     assert view_of({key: "x"}).flags == ()
+
+
+# --- which conventions a span is asked of ------------------------------------------------------
+
+READER_KINDS = sorted(SPAN_KINDS | {"span"})
+RICH_VALUES: list[Any] = [
+    "span",
+    "AGENT",
+    "agent",
+    "chat",
+    "tool",
+    "workflow",
+    "user",
+    "hello",
+    '[{"role": "user", "content": "hi"}]',
+    '{"args": ["x"], "kwargs": {}}',
+    '{"properties": {"q": {}, "return": {}}}',
+    ["agent"],
+    [{"role": "assistant", "content": "ok"}],
+    7,
+]
+
+
+class RecordingAttributes(dict[str, Any]):
+    """Attributes that remember every key a reader looked up."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.read: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+
+def _every_reader(attributes: dict[str, Any], **fields: Any) -> dict[str, list[str | None]]:
+    """What each convention's readers answer for `attributes`, for every kind."""
+    answers: dict[str, list[str | None]] = {}
+    span = record(attributes, scope_name="logfire", **fields)
+    for convention in CONVENTIONS:
+        found: list[str | None] = [convention.kind(span)]
+        for kind in READER_KINDS:
+            found += [
+                reader(span, kind)
+                for reader in (convention.agent_name, convention.input, convention.output)
+            ]
+        answers[convention.name] = found
+    return answers
+
+
+def _key_pool() -> list[str]:
+    """Every key a reader was seen to look up when every declared key held each rich value,
+    with numbered entries under every prefix, and a few keys no convention reads."""
+    declared = {key for convention in CONVENTIONS for key in convention.keys}
+    numbered = {
+        f"{prefix}0.{rest}"
+        for convention in CONVENTIONS
+        for prefix in convention.prefixes
+        for rest in ("role", "content", "message.role", "message.content")
+    }
+    seen = set(declared | numbered)
+    for value in RICH_VALUES:
+        attributes = RecordingAttributes(dict.fromkeys(declared | numbered, value))
+        _every_reader(attributes)
+        seen |= attributes.read
+    return sorted(seen | {"service.name", "q", "return", "llm.model_name", *TOKEN_KEYS})
+
+
+KEY_POOL = _key_pool()
+
+
+def test_the_key_pool_reaches_beyond_the_declared_keys() -> None:
+    """The pool found keys that only a convention's deeper readers look up (Logfire's tags and
+    schema): so the property below also tries keys no table declares."""
+    declared = {key for convention in CONVENTIONS for key in convention.keys}
+    assert {"logfire.tags", "logfire.json_schema", "return"} <= set(KEY_POOL) - declared
+
+
+def test_no_convention_answers_from_one_key_it_does_not_declare() -> None:
+    """Every key of the pool alone, with every value: exhaustive, where the property below
+    samples the combinations."""
+    for key in KEY_POOL:
+        for value in RICH_VALUES:
+            for root in (True, False):
+                attributes = {key: value}
+                answers = _every_reader(attributes, parent_span_id=None if root else "p")
+                for convention in CONVENTIONS:
+                    if not convention.speaks_in(attributes):
+                        assert set(answers[convention.name]) == {None}, (convention.name, key)
+
+
+@given(
+    attributes=st.dictionaries(
+        st.sampled_from(KEY_POOL), st.sampled_from(RICH_VALUES), max_size=10
+    ),
+    root=st.booleans(),
+)
+def test_a_convention_none_of_whose_keys_a_span_has_is_silent_about_it(
+    attributes: dict[str, Any], root: bool
+) -> None:
+    """`span_view` asks only the conventions that read one of a span's keys (`Convention.keys`,
+    `.prefixes`): sound only if every other convention would have answered nothing anyway."""
+    answers = _every_reader(attributes, parent_span_id=None if root else "p")
+    for convention in CONVENTIONS:
+        if not convention.speaks_in(attributes):
+            assert answers[convention.name] == [None] * len(answers[convention.name]), (
+                convention.name
+            )
+
+
+def test_the_same_keys_in_the_same_order_read_alike_from_the_remembered_shape() -> None:
+    first = view_of({"openinference.span.kind": "AGENT", "neens.evalRunId": "r", "x": 1})
+    again = view_of({"openinference.span.kind": "TOOL", "neens.evalRunId": "r", "x": 2})
+    assert (first.kind, again.kind) == ("agent", "tool")
+    assert (
+        [f.code for f in first.flags]
+        == [f.code for f in again.flags]
+        == ["correlation_key_misspelled"]
+    )
+    long_keys = {f"k{n}" * 200: n for n in range(8)} | {"gen_ai.operation.name": "chat"}
+    assert view_of(long_keys).kind == "llm"  # read without the memo (keys too long to keep)

@@ -7,7 +7,7 @@ has the same tables as a matrix, with the versions tested.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -57,9 +57,20 @@ class Convention:
     agent_name: FieldReader
     input: FieldReader
     output: FieldReader
+    keys: frozenset[str]
+    """Every attribute its kind, agent name, input and output readers start from: a span with
+    none of these (and no key under `prefixes`) is one this convention is silent about, so
+    `span_view` does not ask it. (Logfire's readers read more keys, but only of a span whose
+    `logfire.span_type` is set.) tests/domain/test_conventions.py checks the readers against it."""
+    prefixes: tuple[str, ...] = ()
+    """The numbered attributes its readers read (`llm.input_messages.` for `….0.message.role`)."""
     provider_keys: tuple[str, ...] = ()
     input_token_keys: tuple[str, ...] = ()
     output_token_keys: tuple[str, ...] = ()
+
+    def speaks_in(self, keys: Iterable[str]) -> bool:
+        """Whether any of `keys` (a span's attribute keys) is one this convention reads."""
+        return any(key in self.keys or key.startswith(self.prefixes) for key in keys)
 
 
 def _kind_from(key: str, kinds: Mapping[str, str]) -> KindReader:
@@ -118,6 +129,8 @@ OPENINFERENCE: Final = Convention(
     agent_name=_named("agent.name"),
     input=_openinference_content("input"),
     output=_openinference_content("output"),
+    keys=frozenset({"openinference.span.kind", "agent.name", "input.value", "output.value"}),
+    prefixes=("llm.input_messages.", "llm.output_messages."),
     provider_keys=("llm.provider", "llm.system"),
     input_token_keys=("llm.token_count.prompt",),
     output_token_keys=("llm.token_count.completion",),
@@ -163,6 +176,13 @@ GENAI: Final = Convention(
     agent_name=_named("gen_ai.agent.name"),
     input=_genai_content("input"),
     output=_genai_content("output"),
+    keys=frozenset(
+        {
+            "gen_ai.operation.name",
+            "gen_ai.agent.name",
+            *(k for ks in _GENAI_CONTENT_KEYS.values() for k in ks),
+        }
+    ),
     provider_keys=("gen_ai.provider.name", "gen_ai.system"),
     input_token_keys=("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
     output_token_keys=("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
@@ -193,8 +213,14 @@ def _openllmetry_kind(record: SpanRecord) -> str | None:
     return _traceloop_kind(record) or _llm_request_kind(record)
 
 
+_OPENLLMETRY_NUMBERED: Final[Mapping[Side, tuple[str, ...]]] = {
+    "input": ("gen_ai.prompt.", "llm.prompts."),
+    "output": ("gen_ai.completion.",),
+}
+
+
 def _openllmetry_content(side: Side) -> FieldReader:
-    numbered = ("gen_ai.prompt.", "llm.prompts.") if side == "input" else ("gen_ai.completion.",)
+    numbered = _OPENLLMETRY_NUMBERED[side]
     entity_key = f"traceloop.entity.{side}"
 
     def read(record: SpanRecord, kind: str) -> str | None:
@@ -244,6 +270,16 @@ OPENLLMETRY: Final = Convention(
     agent_name=_named("traceloop.entity.name", kinds=frozenset({"agent"})),
     input=_openllmetry_content("input"),
     output=_openllmetry_content("output"),
+    keys=frozenset(
+        {
+            "traceloop.span.kind",
+            "llm.request.type",
+            "traceloop.entity.name",
+            "traceloop.entity.input",
+            "traceloop.entity.output",
+        }
+    ),
+    prefixes=tuple(p for ps in _OPENLLMETRY_NUMBERED.values() for p in ps),
     input_token_keys=("llm.usage.prompt_tokens",),
     output_token_keys=("llm.usage.completion_tokens",),
 )
@@ -252,12 +288,13 @@ OPENLLMETRY: Final = Convention(
 # --- Logfire (Pydantic) ----------------------------------------------------------------------
 
 _LOGFIRE_SCOPE: Final = "logfire"
+_LOGFIRE_SPAN_TYPE: Final = "logfire.span_type"
 _LOGFIRE_TAG_KINDS: Final[Mapping[str, str]] = {"agent": "agent", "tool": "tool", "llm": "llm"}
 _RETURN_KEY: Final = "return"
 
 
 def _is_logfire_span(record: SpanRecord) -> bool:
-    return record.attributes.get("logfire.span_type") == "span"
+    return record.attributes.get(_LOGFIRE_SPAN_TYPE) == "span"
 
 
 def _logfire_kind(record: SpanRecord) -> str | None:
@@ -312,6 +349,7 @@ LOGFIRE: Final = Convention(
     agent_name=lambda record, kind: None,
     input=_logfire_input,
     output=_logfire_output,
+    keys=frozenset({_LOGFIRE_SPAN_TYPE}),
 )
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -35,6 +35,7 @@ from neens.domain.convention_tables import (
     PROVIDER_KEYS,
     SPAN_KINDS,
     TOKEN_KEYS,
+    Convention,
 )
 from neens.domain.messages import Side, event_content, first_text, nonblank_text, to_json
 from neens.domain.records import hot_record
@@ -175,45 +176,98 @@ def span_view(record: SpanRecord) -> SpanView:
                 f"{record.start_time.isoformat()}; its duration is not counted",
             )
         )
-    input_tokens = _first_token_count(attributes, INPUT_TOKEN_KEYS, flags)
-    output_tokens = _first_token_count(attributes, OUTPUT_TOKEN_KEYS, flags)
-    flags.extend(_misspelled_correlation_keys(attributes))
-    kind, by_convention = _kind(record, has_model=model is not None)
+    shape = _key_shape(attributes)
+    input_tokens = _token_count_at(attributes, shape.input_token_key, flags)
+    output_tokens = _token_count_at(attributes, shape.output_token_key, flags)
+    flags.extend(shape.misspelled)
+    kind, by_convention = _kind(record, shape, has_model=model is not None)
+    bounded_model = _bounded(model, MAX_NAME_CHARS, "model", flags)
+    agent_name = _bounded(
+        _agent_name(record, shape.agent_name_order, kind, by_convention),
+        MAX_NAME_CHARS,
+        "agent name",
+        flags,
+    )
+    links = _correlation_keys(attributes, flags) if shape.has_correlation_key else _NO_LINKS
     return SpanView(
         name=record.name,
         start_time=record.start_time,
         kind=kind,
-        input=_content(record, kind, "input"),
-        output=_content(record, kind, "output"),
-        model=_bounded(model, MAX_NAME_CHARS, "model", flags),
+        input=_content(record, shape.conventions, kind, "input"),
+        output=_content(record, shape.conventions, kind, "output"),
+        model=bounded_model,
         request_model=request_model,
         response_model=response_model,
-        provider=first_text(attributes, PROVIDER_KEYS),
+        provider=first_text(attributes, shape.provider_keys),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        agent_name=_bounded(
-            _agent_name(record, kind, by_convention), MAX_NAME_CHARS, "agent name", flags
-        ),
-        eval_run_id=_bounded(
-            _correlation_key(attributes.get(EVAL_RUN_ID_KEY)),
-            MAX_LINK_CHARS,
-            EVAL_RUN_ID_KEY,
-            flags,
-        ),
-        dataset_item_id=_bounded(
-            _correlation_key(attributes.get(DATASET_ITEM_ID_KEY)),
-            MAX_LINK_CHARS,
-            DATASET_ITEM_ID_KEY,
-            flags,
-        ),
-        version_label=_bounded(
-            _correlation_key(attributes.get(VERSION_LABEL_KEY)),
-            MAX_NAME_CHARS,
-            VERSION_LABEL_KEY,
-            flags,
-        ),
+        agent_name=agent_name,
+        eval_run_id=links[0],
+        dataset_item_id=links[1],
+        version_label=links[2],
         flags=tuple(flags),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# What a span's attribute keys alone decide
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _KeyShape:
+    """What depends on a span's attribute keys and not on their values, worked out once for each
+    set of keys: an instrumentation sends the same few shapes of span again and again."""
+
+    conventions: tuple[Convention, ...]
+    """The `CONVENTIONS` that read any of these keys, in their order; the others are silent."""
+    agent_name_order: tuple[Convention, ...]
+    """`AGENT_NAME_ORDER`, likewise."""
+    misspelled: tuple[Flag, ...]
+    """A `correlation_key_misspelled` flag for each key that looks like a correlation key."""
+    input_token_key: str | None
+    """The first of `INPUT_TOKEN_KEYS` present: it alone decides the count."""
+    output_token_key: str | None
+    provider_keys: tuple[str, ...]
+    """Those of `PROVIDER_KEYS` present, in their order."""
+    has_token_key: bool
+    has_correlation_key: bool
+
+
+def _shape_of(keys: tuple[str, ...]) -> _KeyShape:
+    speaking = {convention.name for convention in CONVENTIONS if convention.speaks_in(keys)}
+    present = set(keys)
+    return _KeyShape(
+        conventions=tuple(c for c in CONVENTIONS if c.name in speaking),
+        agent_name_order=tuple(c for c in AGENT_NAME_ORDER if c.name in speaking),
+        misspelled=tuple(_misspelled_correlation_keys(keys)),
+        input_token_key=next((key for key in INPUT_TOKEN_KEYS if key in present), None),
+        output_token_key=next((key for key in OUTPUT_TOKEN_KEYS if key in present), None),
+        provider_keys=tuple(key for key in PROVIDER_KEYS if key in present),
+        has_token_key=not present.isdisjoint(TOKEN_KEYS),
+        has_correlation_key=not present.isdisjoint(_CORRELATION_KEYS),
+    )
+
+
+_SHAPES: Final[dict[tuple[str, ...], _KeyShape]] = {}
+_MAX_SHAPES: Final = 1024
+"""Shapes remembered; when full, the memo starts again (a shape costs microseconds to redo)."""
+_MAX_SHAPE_CHARS: Final = 4096
+"""A span whose keys are longer in all is read without the memo, so that what it keeps stays
+small (about 4 MB at most) whatever keys clients send."""
+
+
+def _key_shape(attributes: Mapping[str, Any]) -> _KeyShape:
+    keys = tuple(attributes)
+    shape = _SHAPES.get(keys)
+    if shape is not None:
+        return shape
+    shape = _shape_of(keys)
+    if sum(map(len, keys)) <= _MAX_SHAPE_CHARS:
+        if len(_SHAPES) >= _MAX_SHAPES:
+            _SHAPES.clear()
+        _SHAPES[keys] = shape
+    return shape
 
 
 _CORRELATION_KEYS: Final = (EVAL_RUN_ID_KEY, DATASET_ITEM_ID_KEY, VERSION_LABEL_KEY)
@@ -253,7 +307,7 @@ def _lookalike(key: str) -> str | None:
     return target
 
 
-def _misspelled_correlation_keys(attributes: Mapping[str, Any]) -> list[Flag]:
+def _misspelled_correlation_keys(keys: Iterable[str]) -> list[Flag]:
     """Flags for attributes that look like a correlation key but are not spelled exactly.
 
     Only the exact keys are read (a half-honoured typo would link a trace to the wrong place);
@@ -262,7 +316,7 @@ def _misspelled_correlation_keys(attributes: Mapping[str, Any]) -> list[Flag]:
     (`eval_run_id`), or one or two letters off after the `neens` prefix (`neens.eval_runid`).
     """
     flags = []
-    for key in attributes:
+    for key in keys:
         if len(key) <= _LOOKALIKE_CHARS and (target := _lookalike(key)) is not None:
             flags.append(
                 Flag(
@@ -306,24 +360,25 @@ def _bounded(value: str | None, limit: int, what: str, flags: list[Flag]) -> str
     return None
 
 
-def _kind(record: SpanRecord, *, has_model: bool) -> tuple[str, bool]:
+def _kind(record: SpanRecord, shape: _KeyShape, *, has_model: bool) -> tuple[str, bool]:
     """The span's kind, and whether a convention named it (rather than the record's own kind
     or a fallback)."""
-    for convention in CONVENTIONS:
+    for convention in shape.conventions:
         if (kind := convention.kind(record)) is not None:
             return kind, True
     if record.kind is not None and record.kind.strip().lower() in SPAN_KINDS:
         return record.kind.strip().lower(), False
-    attributes = record.attributes
-    if nonblank_text(attributes.get("gen_ai.tool.name")) is not None:
+    if nonblank_text(record.attributes.get("gen_ai.tool.name")) is not None:
         return "tool", False
-    if has_model and any(key in attributes for key in TOKEN_KEYS):
+    if has_model and shape.has_token_key:
         return "llm", False
     return "span", False
 
 
-def _agent_name(record: SpanRecord, kind: str, by_convention: bool) -> str | None:
-    for convention in AGENT_NAME_ORDER:
+def _agent_name(
+    record: SpanRecord, order: tuple[Convention, ...], kind: str, by_convention: bool
+) -> str | None:
+    for convention in order:
         if (name := convention.agent_name(record, kind)) is not None:
             return name
     if (name := nonblank_text(record.agent_name)) is not None:
@@ -339,8 +394,10 @@ _INVOKE_AGENT_PREFIX: Final = "invoke_agent "
 """GenAI names agent spans `invoke_agent {gen_ai.agent.name}`; the name is what follows."""
 
 
-def _content(record: SpanRecord, kind: str, side: Side) -> str | None:
-    for convention in CONVENTIONS:
+def _content(
+    record: SpanRecord, conventions: tuple[Convention, ...], kind: str, side: Side
+) -> str | None:
+    for convention in conventions:
         read = convention.input if side == "input" else convention.output
         if (value := read(record, kind)) is not None:
             return value
@@ -349,32 +406,61 @@ def _content(record: SpanRecord, kind: str, side: Side) -> str | None:
     return record.input if side == "input" else record.output
 
 
-def _first_token_count(
-    attributes: Mapping[str, Any], keys: tuple[str, ...], flags: list[Flag]
+def _token_count_at(
+    attributes: Mapping[str, Any], key: str | None, flags: list[Flag]
 ) -> int | None:
-    for key in keys:
-        if key in attributes:
-            value = attributes[key]
-            count = token_count(value)
-            if count is None:
-                flags.append(
-                    Flag(
-                        "token_count_invalid",
-                        f"attribute {safe_label(key)} is not a token count "
-                        f"({safe_label(to_json(value))}); it is ignored",
-                    )
-                )
-            elif isinstance(value, str):
-                flags.append(
-                    Flag(
-                        "token_count_text",
-                        f"attribute {safe_label(key)} is the text {safe_label(value)}, "
-                        "not a number; it is read as a count of "
-                        f"{count} (send token counts as integers)",
-                    )
-                )
-            return count
-    return None
+    """The count at `key` (the first token key present), flagged when it is text or no count."""
+    if key is None:
+        return None
+    value = attributes[key]
+    count = token_count(value)
+    if count is None:
+        flags.append(
+            Flag(
+                "token_count_invalid",
+                f"attribute {safe_label(key)} is not a token count "
+                f"({safe_label(to_json(value))}); it is ignored",
+            )
+        )
+    elif isinstance(value, str):
+        flags.append(
+            Flag(
+                "token_count_text",
+                f"attribute {safe_label(key)} is the text {safe_label(value)}, "
+                "not a number; it is read as a count of "
+                f"{count} (send token counts as integers)",
+            )
+        )
+    return count
+
+
+_NO_LINKS: Final[tuple[None, None, None]] = (None, None, None)
+
+
+def _correlation_keys(
+    attributes: Mapping[str, Any], flags: list[Flag]
+) -> tuple[str | None, str | None, str | None]:
+    """`neens.eval_run_id`, `neens.dataset_item_id` and `neens.version_label`, each bounded."""
+    return (
+        _bounded(
+            _correlation_key(attributes.get(EVAL_RUN_ID_KEY)),
+            MAX_LINK_CHARS,
+            EVAL_RUN_ID_KEY,
+            flags,
+        ),
+        _bounded(
+            _correlation_key(attributes.get(DATASET_ITEM_ID_KEY)),
+            MAX_LINK_CHARS,
+            DATASET_ITEM_ID_KEY,
+            flags,
+        ),
+        _bounded(
+            _correlation_key(attributes.get(VERSION_LABEL_KEY)),
+            MAX_NAME_CHARS,
+            VERSION_LABEL_KEY,
+            flags,
+        ),
+    )
 
 
 def token_count(value: object) -> int | None:
