@@ -1,10 +1,11 @@
 """Storing incoming spans with group commit, then linking tagged traces to pre-prod runs.
 
-Concurrent ingest requests are written together: whichever requests are waiting when the writer
-is free go into one transaction. Each request still gets its answer only after its spans are
-committed (the acknowledgement stays durable), but a database that takes one writer at a time
-pays for one transaction per batch instead of one per request. If a batch fails, its requests
-are retried one by one, so a request that cannot be stored fails alone. And if a request fails
+Concurrent ingest requests are written together: whichever requests are waiting when a writer
+is free go into one transaction (one writer on SQLite, `POSTGRES_WRITERS` on PostgreSQL). Each
+request still gets its answer only after its spans are committed (the acknowledgement stays
+durable), but a database that takes one writer at a time pays for one transaction per batch
+instead of one per request. If a batch fails, its requests are retried one by one, so a request
+that cannot be stored fails alone. And if a request fails
 because the database refuses one of its values (a `DataError`: a number out of range, text too
 long), its traces are written one by one, so the trace holding that value is refused (reported
 with the request's rejections, and logged) and the other traces of the request are stored. Known
@@ -38,31 +39,41 @@ log = logging.getLogger("neens.ingest")
 
 MAX_GROUP = 64
 """Requests committed together at most."""
+POSTGRES_WRITERS = 2
+"""Groups in flight at once on PostgreSQL: while one waits for its commit (a round trip and a
+WAL flush), the next is summarized and sent, so the server's core is not left idle. Writers
+touching one trace take turns on its session row, in a fixed order, as writers in separate
+server processes do. SQLite takes one writer at a time, so there it is one group."""
 
 _Waiter = tuple[SpanBatch, "asyncio.Future[WriteResult]"]
 
 
 class SpanWriter:
-    """The group-commit writer; `start()` it in the server's lifespan, `stop()` on shutdown."""
+    """The group-commit writers; `start()` them in the server's lifespan, `stop()` on shutdown."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.writers = POSTGRES_WRITERS if db.dialect == "postgresql" else 1
         self._queue: asyncio.Queue[_Waiter] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="neens-span-writer")
+        self._tasks = [
+            asyncio.create_task(self._run(), name=f"neens-span-writer-{n}")
+            for n in range(self.writers)
+        ]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+                await task
+        self._tasks = []
 
     async def write(self, project_id: str, spans: list[SpanRecord], source: str) -> WriteResult:
         batch = SpanBatch(project_id, spans, source)
-        if self._task is None:
+        if not self._tasks:
             return await _write_alone(self.db, batch)
         future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
         await self._queue.put((batch, future))
