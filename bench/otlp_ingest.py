@@ -219,6 +219,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="also run Neens on this PostgreSQL database (emptied first) as a third target",
     )
+    parser.add_argument(
+        "--baseline-src",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="also run the Neens of another checkout (e.g. a `git worktree` of main) on SQLite, "
+        "interleaved, and print this build's paired ratios against it",
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 rounds of 30")
     parser.add_argument("--sink-port", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -226,6 +234,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.requests = args.requests or (30 if args.quick else 200)
     if min(args.rounds, args.requests, args.traces_per_request, args.concurrency) < 1:
         parser.error("--rounds, --requests, --traces-per-request and --concurrency must be >= 1")
+    if args.baseline_src is not None:
+        args.baseline_src = args.baseline_src.resolve()
+        if not (args.baseline_src / "src" / "neens" / "__init__.py").is_file():
+            parser.error(f"--baseline-src {args.baseline_src}: no src/neens there (a checkout?)")
     return args
 
 
@@ -324,8 +336,21 @@ def report(targets: list[Target], args: argparse.Namespace, processes: int) -> b
             cpu_per_span[neens.name] <= TARGET_CPU_US_PER_SPAN,
         ),
     ]
-    if len(targets) > 2:
-        pg = targets[2]
+    by_name = {t.name: t for t in targets}
+    if (baseline := by_name.get(BASELINE)) is not None:
+        cpu_ratio = [
+            this / base
+            for this, base in zip(per_round[neens.name], per_round[BASELINE], strict=True)
+        ]
+        rate_ratio = [
+            neens.spans_per_s(n, spans_per_request) / baseline.spans_per_s(b, spans_per_request)
+            for n, b in zip(neens.runs, baseline.runs, strict=True)
+        ]
+        console.print(
+            f"this build / {args.baseline_src} per round: CPU per span {_spread(cpu_ratio)}, "
+            f"spans/s {_spread(rate_ratio)}"
+        )
+    if (pg := by_name.get(POSTGRES)) is not None:
         pg_paired = [
             neens.spans_per_s(n, spans_per_request) / pg.spans_per_s(p, spans_per_request)
             for n, p in zip(neens.runs, pg.runs, strict=True)
@@ -345,6 +370,25 @@ def report(targets: list[Target], args: argparse.Namespace, processes: int) -> b
     if not trustworthy:
         console.print("[red]The run had errors (see above): its numbers are not a result.[/red]")
     return trustworthy
+
+
+POSTGRES = "neens-postgres"
+BASELINE = "neens-baseline"
+
+
+def _baseline_target(ws: _support.Workspace, checkout: Path) -> Target:
+    """`neens serve` of another checkout, on a SQLite file of its own, with its own key."""
+    url = f"sqlite:///{ws.workdir / 'baseline.db'}"
+    paths = [checkout / "src", checkout / "sdk" / "python" / "src"]
+    env = {
+        **ws.env,
+        "NEENS_HOME": str(ws.workdir / "home-baseline"),
+        "PYTHONPATH": os.pathsep.join(str(path) for path in paths),
+    }
+    key = _support.create_api_key(url, ws.workdir, env)
+    port = _support.free_port()
+    server = ws.start("Neens-baseline", _support.neens_serve_command(port, url), port, env)
+    return Target(BASELINE, server, {"Authorization": f"Bearer {key}"}, url)
 
 
 def _reset_postgres(url: str) -> None:
@@ -401,12 +445,14 @@ def run(args: argparse.Namespace) -> int:
                 )
                 targets.append(
                     Target(
-                        "neens-postgres",
+                        POSTGRES,
                         pg_server,
                         {"Authorization": f"Bearer {pg_key}"},
                         args.postgres,
                     )
                 )
+            if args.baseline_src:
+                targets.append(_baseline_target(ws, args.baseline_src))
             ws.wait_healthy()
             processes = choose_client_processes(targets[0], warmup, args)
             for t in targets[1:]:  # warm-up: untimed, its spans counted as accepted
