@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import text
@@ -16,21 +15,7 @@ from neens.engine.ingest import POSTGRES_WRITERS, SpanWriter
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from neens.store.session_reads import get_session
-
-
-def _span(trace_id: str, n: int) -> SpanRecord:
-    return SpanRecord(
-        trace_id=trace_id,
-        span_id=f"s{n}",
-        parent_span_id=None if n == 0 else "s0",
-        name=f"step-{n}",
-        kind="tool" if n else "agent",
-        start_time=datetime(2026, 11, 30, 8, 0, n, tzinfo=UTC),
-        end_time=datetime(2026, 11, 30, 8, 0, n + 1, tzinfo=UTC),
-        status_code=None,
-        status_message=None,
-        attributes={"gen_ai.agent.name": "refund-agent"} if n == 0 else {},
-    )
+from tests.support.spans import step_span
 
 
 async def test_concurrent_requests_splitting_traces_store_every_span_once(
@@ -39,7 +24,7 @@ async def test_concurrent_requests_splitting_traces_store_every_span_once(
     """Eight traces of six spans, dealt out over 24 requests sent at once (some spans twice, as
     a retrying exporter does): one session per trace, holding each span once."""
     traces = [os.urandom(16).hex() for _ in range(8)]
-    spans = [_span(trace, n) for trace in traces for n in range(6)]
+    spans = [step_span(trace, n) for trace in traces for n in range(6)]
     rng = random.Random(7)
     requests: list[list[SpanRecord]] = [[] for _ in range(24)]
     for span in spans + rng.sample(spans, 12):
@@ -69,19 +54,19 @@ async def test_on_postgresql_a_trace_waiting_for_its_row_does_not_hold_up_anothe
     writer = SpanWriter(db)
     writer.start()
     try:
-        await writer.write(ingest_key.project_id, [_span(held, 0)], "otlp")
+        await writer.write(ingest_key.project_id, [step_span(held, 0)], "otlp")
         async with db.engine.connect() as other:
             await other.execute(
                 text("SELECT pk FROM sessions WHERE trace_id = :t FOR UPDATE"), {"t": held}
             )
             waiting = asyncio.create_task(
-                writer.write(ingest_key.project_id, [_span(held, 1)], "otlp")
+                writer.write(ingest_key.project_id, [step_span(held, 1)], "otlp")
             )
             await asyncio.sleep(0.5)
             assert not waiting.done(), "the session row is locked: this write must wait"
             # The other writer takes the next request meanwhile.
             result = await asyncio.wait_for(
-                writer.write(ingest_key.project_id, [_span(free, 0)], "otlp"), timeout=10
+                writer.write(ingest_key.project_id, [step_span(free, 0)], "otlp"), timeout=10
             )
             assert set(result.summaries) == {free}
             assert not waiting.done()

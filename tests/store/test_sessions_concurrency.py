@@ -4,31 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-from datetime import UTC, datetime
 
-from neens.domain.spans import SpanRecord
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from neens.store.session_reads import get_session
 from neens.store.sessions import write_spans
+from tests.support.spans import step_span
 
 
-def _span(trace_id: str, n: int) -> SpanRecord:
-    return SpanRecord(
-        trace_id=trace_id,
-        span_id=f"s{n}",
-        parent_span_id=None if n == 0 else "s0",
-        name=f"step-{n}",
-        kind="tool" if n else "agent",
-        start_time=datetime(2026, 11, 30, 8, 0, n, tzinfo=UTC),
-        end_time=datetime(2026, 11, 30, 8, 0, n + 1, tzinfo=UTC),
-        status_code=None,
-        status_message=None,
-        attributes={"gen_ai.agent.name": "refund-agent"} if n == 0 else {},
-    )
-
-
-async def test_three_servers_writing_one_trace_at_once_make_one_session_with_every_span(
+async def test_three_servers_writing_one_trace_at_once_make_one_session_with_everystep_span(
     database_url: str, ingest_key: CreatedKey
 ) -> None:
     trace_id = os.urandom(16).hex()
@@ -37,7 +21,7 @@ async def test_three_servers_writing_one_trace_at_once_make_one_session_with_eve
         await asyncio.gather(
             *(
                 write_spans(
-                    servers[n % 3], ingest_key.project_id, [_span(trace_id, n)], source="otlp"
+                    servers[n % 3], ingest_key.project_id, [step_span(trace_id, n)], source="otlp"
                 )
                 for n in range(9)
             )
