@@ -131,7 +131,7 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 def settings(database_url: str) -> Settings:
     # Agent calls time out after 4 s: short enough for the endpoints that never answer in time
     # (`slow` waits 5 s), long enough that a machine busy with the rest of the suite does not
-    # time out a healthy one (at 3 s a push test failed on a loaded CI machine, its cause unseen).
+    # time out a healthy one.
     return Settings(database_url=database_url, migrate_on_start=False, push_timeout_s=4.0)
 
 
