@@ -34,7 +34,6 @@ from neens.domain.convention_tables import (
     OUTPUT_TOKEN_KEYS,
     PROVIDER_KEYS,
     SPAN_KINDS,
-    TOKEN_KEYS,
     Convention,
 )
 from neens.domain.messages import Side, event_content, first_text, nonblank_text, to_json
@@ -230,7 +229,6 @@ class _KeyShape:
     output_token_key: str | None
     provider_keys: tuple[str, ...]
     """Those of `PROVIDER_KEYS` present, in their order."""
-    has_token_key: bool
     has_correlation_key: bool
 
 
@@ -244,7 +242,6 @@ def _shape_of(keys: tuple[str, ...]) -> _KeyShape:
         input_token_key=next((key for key in INPUT_TOKEN_KEYS if key in present), None),
         output_token_key=next((key for key in OUTPUT_TOKEN_KEYS if key in present), None),
         provider_keys=tuple(key for key in PROVIDER_KEYS if key in present),
-        has_token_key=not present.isdisjoint(TOKEN_KEYS),
         has_correlation_key=not present.isdisjoint(_CORRELATION_KEYS),
     )
 
@@ -370,7 +367,7 @@ def _kind(record: SpanRecord, shape: _KeyShape, *, has_model: bool) -> tuple[str
         return record.kind.strip().lower(), False
     if nonblank_text(record.attributes.get("gen_ai.tool.name")) is not None:
         return "tool", False
-    if has_model and shape.has_token_key:
+    if has_model and (shape.input_token_key is not None or shape.output_token_key is not None):
         return "llm", False
     return "span", False
 

@@ -5,13 +5,13 @@ is free go into one transaction (one writer on SQLite, `POSTGRES_WRITERS` on Pos
 request still gets its answer only after its spans are committed (the acknowledgement stays
 durable), but a database that takes one writer at a time pays for one transaction per batch
 instead of one per request. If a batch fails, its requests are retried one by one, so a request
-that cannot be stored fails alone. And if a request fails
-because the database refuses one of its values (a `DataError`: a number out of range, text too
-long), its traces are written one by one, so the trace holding that value is refused (reported
-with the request's rejections, and logged) and the other traces of the request are stored. Known
-causes are refused or flagged before they reach the database; this is the net under them.
-Errors that are not about the data (a lost connection, a full disk) still fail the request, so
-the client retries instead of being told its spans were refused.
+that cannot be stored fails alone. And if a request fails because the database refuses one of
+its values (a `DataError`: a number out of range, text too long), its traces are written one by
+one, so the trace holding that value is refused (reported with the request's rejections, and
+logged) and the other traces of the request are stored. Known causes are refused or flagged
+before they reach the database; this is the net under them. Errors that are not about the data
+(a lost connection, a full disk) still fail the request, so the client retries instead of being
+told its spans were refused.
 """
 
 from __future__ import annotations
