@@ -9,7 +9,6 @@ NEENS_REQUIRE_POSTGRES=1 (as CI sets) a missing server fails the run instead of 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import shutil
 from collections.abc import AsyncIterator, Iterator
@@ -26,11 +25,11 @@ from neens.store import migrate
 from neens.store.db import Database
 from neens.store.keys import CreatedKey, create_key
 from tests.support.live import LiveServer, serve_in_thread
+from tests.support.pg_pool import PostgresDatabases
 
 PG_URL = os.environ.get(
     "NEENS_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
-_counter = itertools.count()
 TEST_SECRET_KEY = "uFnU4dFmBxZJ1m7c3b0q9mJm2rZ9cWq3n1X6d8yq0aE="
 """A fixed Fernet key (32 url-safe base64 bytes) for the stored secrets of tests."""
 
@@ -65,6 +64,10 @@ def _pg_admin_conninfo(url: str) -> str:
 
 def _pg_url_for(dbname: str) -> str:
     return make_url(PG_URL).set(database=dbname).render_as_string(hide_password=False)
+
+
+def _pg_conninfo_for(dbname: str) -> str:
+    return _pg_admin_conninfo(_pg_url_for(dbname))
 
 
 def _pg_admin() -> psycopg.Connection[tuple[object, ...]]:
@@ -102,6 +105,14 @@ def dialect(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(scope="session")
+def pg_databases(pg_template: str) -> Iterator[PostgresDatabases]:
+    """This process's PostgreSQL test databases, emptied and reused (tests/support/pg_pool.py)."""
+    databases = PostgresDatabases(pg_template, _pg_admin, _pg_conninfo_for)
+    yield databases
+    databases.close()
+
+
 @pytest.fixture
 def database_url(dialect: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A migrated, empty database of its own for this test."""
@@ -111,13 +122,10 @@ def database_url(dialect: str, request: pytest.FixtureRequest, tmp_path: Path) -
         shutil.copyfile(template, path)
         yield f"sqlite+aiosqlite:///{path}"
         return
-    template_name: str = request.getfixturevalue("pg_template")
-    name = f"neens_t_{os.getpid()}_{next(_counter)}"
-    with _pg_admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
+    databases: PostgresDatabases = request.getfixturevalue("pg_databases")
+    name = databases.take()
     yield _pg_url_for(name)
-    with _pg_admin() as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    databases.give_back(name)
 
 
 @pytest.fixture
@@ -128,11 +136,13 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 
 
 @pytest.fixture
-def settings(database_url: str) -> Settings:
-    # Agent calls time out after 4 s: short enough for the endpoints that never answer in time
-    # (`slow` waits 5 s), long enough that a machine busy with the rest of the suite does not
-    # time out a healthy one.
-    return Settings(database_url=database_url, migrate_on_start=False, push_timeout_s=4.0)
+def settings(database_url: str, request: pytest.FixtureRequest) -> Settings:
+    # Agent calls get the server's default time (60 s): a machine busy with the rest of the suite
+    # has made healthy calls take seconds, and a shorter limit failed them. A test that wants a
+    # call to time out marks itself `@pytest.mark.push_timeout(seconds)`.
+    marker = request.node.get_closest_marker("push_timeout")
+    overrides = {"push_timeout_s": float(marker.args[0])} if marker is not None else {}
+    return Settings(database_url=database_url, migrate_on_start=False, **overrides)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from neens.demo.endpoints import (
     serve_one,
 )
 from neens.domain.judges import JudgeCase
-from neens.engine import llm_judge
+from neens.engine import destinations
 from neens.engine.llm_judge import (
     SCORE_SYSTEM_PROMPT,
     LlmEndpoint,
@@ -80,13 +80,13 @@ async def test_the_tls_settings_are_built_once_for_every_verdict(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(package, "create_ssl_context", counted)
-    llm_judge._tls_context.cache_clear()
+    destinations.tls_context.cache_clear()
     try:
         with serve_one(ChatModel('{"score": 1}')) as server:
             verdicts = [await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE)]
             verdicts.append(await judge_with_llm(endpoint(server.base_url), TEMPLATE, CASE))
     finally:
-        llm_judge._tls_context.cache_clear()
+        destinations.tls_context.cache_clear()
     assert [v.score for v in verdicts] == [1.0, 1.0] and server.call_count == 2
     assert len(built) == 1
 

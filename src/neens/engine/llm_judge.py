@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import importlib
 import json
 import math
@@ -52,7 +51,12 @@ from neens.domain.judges import (
     validate_labels,
     validate_template,
 )
-from neens.engine.destinations import DestinationRefused, GuardedAnyTransport, excerpt
+from neens.engine.destinations import (
+    DestinationRefused,
+    GuardedAnyTransport,
+    excerpt,
+    tls_context,
+)
 from neens.errors import Unprocessable
 
 MAX_RETRIES: Final = 2
@@ -213,7 +217,7 @@ def _http_client(endpoint: LlmEndpoint) -> Any:
     client_class = openai.DefaultAsyncHttpxClient
     package = client_class.__mro__[1].__module__.split(".")[0]
     transport = GuardedAnyTransport(
-        importlib.import_module(package).AsyncHTTPTransport(verify=_tls_context(package)),
+        importlib.import_module(package).AsyncHTTPTransport(verify=tls_context(package)),
         allow_private=endpoint.allow_private,
     )
     options: dict[str, Any] = {
@@ -222,15 +226,6 @@ def _http_client(endpoint: LlmEndpoint) -> Any:
         "follow_redirects": False,
     }
     return client_class(**options)
-
-
-@functools.cache
-def _tls_context(package: str) -> Any:
-    """The TLS settings of every judge call (the CA bundle, and `SSL_CERT_FILE` or
-    `SSL_CERT_DIR` when set), built once per process: a transport left to build its own loads
-    the CA bundle again, 20 to 35 ms of CPU per verdict, which was most of the CPU time of a run
-    judged by an LLM."""
-    return importlib.import_module(package).create_ssl_context()
 
 
 def _reply_text(completion: object, prompt: str) -> str | Verdict:
