@@ -42,6 +42,10 @@ serve: install ## Run the server on the embedded SQLite database (http://127.0.0
 # `make test TEST_WORKERS=0` runs everything in this process, one at a time.
 TEST_WORKERS ?= auto
 
+# The suite starts hundreds of Python processes (the CLI, servers, workers): let them reuse
+# compiled modules even where the machine sets PYTHONDONTWRITEBYTECODE (an empty value is unset).
+test: export PYTHONDONTWRITEBYTECODE :=
+
 test: install test-ts ## Run the whole test suite on SQLite and PostgreSQL, and the TypeScript SDK's
 	$(BIN)/pytest -n $(TEST_WORKERS) -m "not alone" $(PYTEST_ARGS)
 	$(BIN)/pytest -m alone $(PYTEST_ARGS)

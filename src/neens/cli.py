@@ -11,13 +11,17 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neens.demo import command as demo_command
-from neens.settings import Settings
+
+if TYPE_CHECKING:
+    from neens.settings import Settings
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from neens.settings import Settings
+
     overrides: dict[str, Any] = {}
     if getattr(args, "database_url", None):
         overrides["database_url"] = args.database_url

@@ -43,6 +43,24 @@ def test_help_lists_the_platform_and_sdk_groups() -> None:
         assert group in result.stdout
 
 
+HEAVY_MODULES = ("sqlalchemy", "alembic", "pydantic_settings", "fastapi", "openai", "scipy")
+
+
+def test_building_the_command_line_imports_no_server_code() -> None:
+    """Every `neens` call builds the whole parser, the platform's groups included, so what they
+    import at that point is paid by `--help` and by every client command a CI job runs."""
+    probe = (
+        "import sys\n"
+        "from neens_eval.cli import build_parser\n"
+        "build_parser()\n"
+        f"print(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]", result.stdout
+
+
 def test_keys_create_list_and_revoke_against_the_database(database_url: str) -> None:
     env = {"NEENS_DATABASE_URL": database_url}
     created = neens(

@@ -17,7 +17,7 @@ from neens_eval.arg_types import count, number, positive_int, seconds
 
 from neens.exp.ab_cli import add_ab_options, run_ab, uses_arms
 from neens.exp.export_cli import register_export
-from neens.exp.matrix_cli import add_matrix_options, refuse_matrix_flags
+from neens.exp.matrix_args import add_matrix_options, refuse_matrix_flags
 from neens.exp.metrics_cli import register_metrics
 from neens.exp.plateau_cli import add_series_options, register_plateau
 from neens.exp.replay_cli import register_replay

@@ -34,6 +34,7 @@ from neens.domain.exp_compare import Side, compare
 from neens.domain.exp_matrix import HOLM_METHOD, CellResult, judge_cells
 from neens.exp.compare import load_side, pp_text, rate_text
 from neens.exp.matrix import Cell, MatrixSpec, interleaved, is_matrix, read_matrix, read_raw
+from neens.exp.matrix_args import DEFAULT_REUSE_MAX_AGE
 from neens.exp.plan import Plan, make_plan, resume_problems
 from neens.exp.progress import RunProgress
 from neens.exp.run_command import new_experiment_id, selection_of, task_headers
@@ -65,58 +66,12 @@ from neens.store.experiments import (
 )
 from neens.store.types import utcnow
 
-DEFAULT_REUSE_MAX_AGE: Final = "7d"
 ORDER_SEED: Final = 0
 """The seed of the order of the cells within each case-trial; stored with the matrix."""
 
 
-def add_matrix_options(parser: argparse.ArgumentParser) -> None:
-    """`exp run`'s flags for a matrix spec."""
-    group = parser.add_argument_group("matrix specs (a spec with matrix or variants)")
-    group.add_argument(
-        "--plan",
-        action="store_true",
-        help="print the cells and what each changes, and run nothing",
-    )
-    group.add_argument(
-        "--cell",
-        metavar="NAME",
-        action="append",
-        default=[],
-        help="run only this cell (repeatable); the baseline always runs",
-    )
-    group.add_argument(
-        "--reuse",
-        choices=["baseline", "all"],
-        help="copy the finished case-trials of earlier runs of the identical config (the "
-        "baseline's, or every cell's) instead of running them again",
-    )
-    group.add_argument(
-        "--reuse-max-age",
-        metavar="AGE",
-        help=f"with --reuse: copy only case-trials that started within AGE (30m, 24h, 7d; "
-        f"default {DEFAULT_REUSE_MAX_AGE})",
-    )
-
-
 def is_matrix_file(path: Path) -> bool:
     return is_matrix(read_raw(path))
-
-
-def refuse_matrix_flags(args: argparse.Namespace, *, with_arms: bool = False) -> None:
-    """The matrix flags on a spec that is not a matrix, or with --arm: exit 2, naming the flag.
-    A spec that cannot be read is left to `read_spec`, which says why."""
-    if not with_arms and read_raw(Path(args.spec)) is None:
-        return
-    where = "not with --arm" if with_arms else f"{args.spec} has no matrix or variants"
-    for flag, given in (
-        ("--plan", args.plan),
-        ("--cell", bool(args.cell)),
-        ("--reuse", args.reuse is not None),
-        ("--reuse-max-age", args.reuse_max_age is not None),
-    ):
-        if given:
-            raise ConfigError(f"{flag}: only with a matrix spec ({where})")
 
 
 def _check_flags(args: argparse.Namespace) -> timedelta:

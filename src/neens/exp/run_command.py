@@ -83,7 +83,8 @@ class RunDone:
 
 
 async def run_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
-    from neens.exp.matrix_cli import is_matrix_file, matrix_command, refuse_matrix_flags
+    from neens.exp.matrix_args import refuse_matrix_flags
+    from neens.exp.matrix_cli import is_matrix_file, matrix_command
 
     if is_matrix_file(Path(args.spec)):
         return await matrix_command(args, holder)
