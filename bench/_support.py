@@ -442,7 +442,28 @@ def report_warmup(name: str, warm: LoadResult, what: str) -> None:
 
 
 def machine_summary() -> str:
-    return f"Python {platform.python_version()} on {platform.system()}, {os.cpu_count()} CPUs"
+    return (
+        f"Python {platform.python_version()} on {platform.system()}, {os.cpu_count()} CPUs, "
+        f"Python reference loop {python_reference_us():.0f} µs"
+    )
+
+
+def _reference_work() -> int:
+    """Dict, string and integer work, as ingest's own Python code does."""
+    counts: dict[str, int] = {}
+    for i in range(1_000):
+        key = f"gen_ai.usage.{i % 50}"
+        counts[key] = counts.get(key, 0) + i
+    return sum(counts.values())
+
+
+def python_reference_us() -> float:
+    """How long this interpreter on this machine takes for a fixed piece of pure-Python work
+    (µs, best of 7): virtual machines run the same build at very different speeds from one day
+    to the next, and an absolute figure means little without it."""
+    import timeit
+
+    return min(timeit.repeat(_reference_work, number=200, repeat=7)) / 200 * 1e6
 
 
 def load_average() -> float | None:
