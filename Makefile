@@ -45,6 +45,9 @@ TEST_WORKERS ?= auto
 # The suite starts hundreds of Python processes (the CLI, servers, workers): let them reuse
 # compiled modules even where the machine sets PYTHONDONTWRITEBYTECODE (an empty value is unset).
 test: export PYTHONDONTWRITEBYTECODE :=
+# logfire (a test dependency) registers a pydantic plugin that every process importing pydantic
+# would load with it: hundreds of server and CLI processes of the suite have no use for it.
+test: export PYDANTIC_DISABLE_PLUGINS := logfire-plugin
 
 test: install test-ts ## Run the whole test suite on SQLite and PostgreSQL, and the TypeScript SDK's
 	$(BIN)/pytest -n $(TEST_WORKERS) -m "not alone" $(PYTEST_ARGS)

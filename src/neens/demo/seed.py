@@ -247,6 +247,21 @@ def _follow(ingest: Api, seeded: Seeded, progress: Progress, deadline: float) ->
         errors = "; ".join(f"{a['label']}: {a['error']}" for a in sweep["arms"] if a["error"])
         why = sweep["reason"] or sweep["voidReason"] or errors
         raise SeedError(f"the sweep ended {sweep['status']}: {why}")
+    _no_item_errors(ingest, sweep)
+
+
+def _no_item_errors(ingest: Api, sweep: dict[str, Any]) -> None:
+    """SeedError naming the answers that errored: a sweep can complete with some (one failed
+    call costs one item), but then its comparison is not the story the catalog predicts, and
+    the endpoint's reason says more than the numbers that differ."""
+    errors: list[str] = []
+    for arm in sweep["arms"]:
+        for run_id in arm["runIds"]:
+            items = ingest("GET", f"/preprod-evals/{run_id}/items")["items"]
+            errors += [f"{arm['label']}, {i['itemId']}: {i['error']}" for i in items if i["error"]]
+    if errors:
+        shown = "; ".join(errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
+        raise SeedError(f"{len(errors)} of the sweep's answers errored: {shown}")
 
 
 def _connection(admin: Api, name: str, url: str, model: str) -> str:

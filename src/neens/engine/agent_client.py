@@ -7,6 +7,16 @@ about 7 ms of CPU per call at 32 connections on a 2-core machine; aiohttp's pool
 0.35 ms (`bench/push_run.py` prints both loops). Judges and sinks, a few calls per run, keep
 the httpx client in `destinations.guarded_client`.
 
+A pooled connection the endpoint's server has already closed (its keep-alive ran out: 5 s for
+uvicorn and Node, 2 s for gunicorn) is the one failure a call does not own. aiohttp reuses the
+longest-idle connection first and learns of the server's close only when its event loop reads
+it, so on a busy worker a request goes out on a closed connection and fails before any reply
+("Can not write request body", "Server disconnected"). Two things keep that from costing an
+item: idle connections are dropped after `KEEPALIVE_S`, below those servers' limits, and a
+request that fails that way on a *reused* connection is sent again (at most
+`STALE_CONNECTION_RETRIES` times; aiohttp resends only idempotent methods itself). A request
+that fails on a new connection, or after the reply began, is never sent again.
+
 The policy is the one `destinations` describes, enforced here in two places: a host written as
 an address is checked before the request, and a name is checked when it is resolved (aiohttp
 then connects to the checked address itself, so a name re-pointed a moment later changes
@@ -18,7 +28,8 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from types import TracebackType
+from types import SimpleNamespace, TracebackType
+from typing import Final
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -27,6 +38,10 @@ from multidict import CIMultiDict
 from neens.engine.destinations import DestinationRefused, check_destination, resolve_allowed
 
 USER_AGENT = "neens"
+KEEPALIVE_S: Final = 1.0
+"""How long an idle pooled connection is kept: below the keep-alive of the usual servers."""
+STALE_CONNECTION_RETRIES: Final = 2
+"""How many times a request that failed on a reused connection before any reply is sent again."""
 
 
 class ResponseTooLarge(Exception):
@@ -74,9 +89,13 @@ class AgentClient:
         connector = aiohttp.TCPConnector(
             limit=0,  # the run's own concurrency bounds the calls in flight
             resolver=_GuardedResolver(allow_private=self.allow_private),
+            keepalive_timeout=KEEPALIVE_S,
         )
+        reuse = aiohttp.TraceConfig()
+        reuse.on_connection_reuseconn.append(_mark_reused)
         self._session = aiohttp.ClientSession(
             connector=connector,
+            trace_configs=[reuse],
             timeout=aiohttp.ClientTimeout(total=None),  # the caller bounds the whole exchange
             cookie_jar=aiohttp.DummyCookieJar(),
             trust_env=False,
@@ -106,7 +125,19 @@ class AgentClient:
         check_destination(url, allow_private=self.allow_private)
         sent = CIMultiDict({"Content-Type": "application/json"})
         sent.update(headers)
-        async with self._session.post(url, data=body, headers=sent, allow_redirects=False) as reply:
+        for retries_left in range(STALE_CONNECTION_RETRIES, -1, -1):
+            attempt = SimpleNamespace(reused=False)
+            try:
+                reply = await self._session.post(
+                    url, data=body, headers=sent, allow_redirects=False, trace_request_ctx=attempt
+                )
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                stale = attempt.reused and not isinstance(exc, aiohttp.ClientConnectorError)
+                if stale and retries_left:
+                    continue  # the server had closed the pooled connection: send it again
+                raise
+            break
+        async with reply:
             declared = reply.content_length
             if declared is not None and declared > max_bytes:
                 raise ResponseTooLarge(declared)
@@ -118,6 +149,15 @@ class AgentClient:
                     raise ResponseTooLarge(size)
                 chunks.append(chunk)
             return reply.status, b"".join(chunks)
+
+
+async def _mark_reused(
+    session: aiohttp.ClientSession,
+    context: SimpleNamespace,
+    params: aiohttp.TraceConnectionReuseconnParams,
+) -> None:
+    """Note on the request's attempt that it went out on a pooled connection."""
+    context.trace_request_ctx.reused = True
 
 
 def refused(exc: BaseException) -> DestinationRefused | None:

@@ -36,10 +36,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
-
-import openai
-from openai.types.chat import ChatCompletionMessageParam
+from typing import TYPE_CHECKING, Any, Final
 
 from neens.domain.judges import (
     JudgeCase,
@@ -58,6 +55,9 @@ from neens.engine.destinations import (
     tls_context,
 )
 from neens.errors import Unprocessable
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 MAX_RETRIES: Final = 2
 """Retries of the `openai` client (connection errors, 408, 409, 429 and 5xx), within the budget."""
@@ -169,6 +169,7 @@ def _call_failed(prompt: str, why: str) -> Verdict:
 
 async def _complete(endpoint: LlmEndpoint, system: str, prompt: str) -> str | Verdict:
     """The model's reply text, or the unscored verdict saying why there is none."""
+    openai = await _openai()
     messages: list[ChatCompletionMessageParam] = [
         {"role": "system", "content": system},
         {"role": "user", "content": prompt},
@@ -181,7 +182,7 @@ async def _complete(endpoint: LlmEndpoint, system: str, prompt: str) -> str | Ve
                 api_key=endpoint.api_key or "unused",
                 timeout=endpoint.timeout_s,
                 max_retries=MAX_RETRIES,
-                http_client=_http_client(endpoint),
+                http_client=_http_client(openai, endpoint),
             ) as client,
         ):
             # Two calls rather than a "not given" sentinel, whose name changed across openai 1.x.
@@ -209,7 +210,21 @@ async def _complete(endpoint: LlmEndpoint, system: str, prompt: str) -> str | Ve
     return _reply_text(completion, prompt)
 
 
-def _http_client(endpoint: LlmEndpoint) -> Any:
+async def _openai() -> Any:
+    """The `openai` package, imported on the first verdict rather than at start: importing it
+    takes a second or more of CPU, which every `neens serve`, `neens worker` and `neens mcp`
+    would otherwise pay whether or not it ever runs an LLM judge. The import runs in a thread so
+    the event loop keeps serving while it loads."""
+    global _openai_module
+    if _openai_module is None:
+        _openai_module = await asyncio.to_thread(importlib.import_module, "openai")
+    return _openai_module
+
+
+_openai_module: Any = None
+
+
+def _http_client(openai: Any, endpoint: LlmEndpoint) -> Any:
     """The `openai` client's HTTP client, with the destination guard in its transport.
 
     Built from the client class `openai` itself uses (its HTTP package differs across
