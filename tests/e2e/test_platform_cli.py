@@ -61,6 +61,16 @@ def test_building_the_command_line_imports_no_server_code() -> None:
     assert result.stdout.strip() == "[]", result.stdout
 
 
+def test_the_server_starts_without_the_llm_client() -> None:
+    """`openai` is imported on the first LLM verdict (`engine.llm_judge._openai`): every
+    `neens serve`, `neens worker` and `neens mcp` would otherwise spend a second or more on it."""
+    probe = "import sys\nimport neens.api.app\nprint('openai' in sys.modules)\n"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "False", result.stdout
+
+
 def test_keys_create_list_and_revoke_against_the_database(database_url: str) -> None:
     env = {"NEENS_DATABASE_URL": database_url}
     created = neens(
