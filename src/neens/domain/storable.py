@@ -43,34 +43,51 @@ def unstorable_text_reason(value: object) -> str | None:
     not recursion, so any nesting depth is safe); the reason names where the problem sits
     (`['messages'][2]['content'] contains a NUL ...`).
     """
-    stack: list[tuple[object, str]] = [(value, "")]
+    # A path is kept as links to its parent's and rendered only for the reason: building each
+    # child's path string would copy its parent's, quadratic in the depth.
+    stack: list[tuple[object, _Path]] = [(value, None)]
     while stack:
         item, path = stack.pop()
         reason = _leaf_reason(item, path)
         if reason is not None:
             return reason
         if isinstance(item, Mapping):
-            children: list[tuple[object, str]] = []
+            children: list[tuple[object, _Path]] = []
             for key, child in item.items():
                 if isinstance(key, str) and (reason := _text_reason(key)) is not None:
-                    return f"{path}[{safe_label(key)}] key {reason}"
-                children.append((child, f"{path}[{safe_label(key)}]"))
+                    return f"{_render(path)}[{safe_label(key)}] key {reason}"
+                children.append((child, (path, key, True)))
             stack.extend(reversed(children))
         elif isinstance(item, list | tuple):
             stack.extend(
-                (child, f"{path}[{index}]") for index, child in reversed(list(enumerate(item)))
+                (child, (path, index, False)) for index, child in reversed(list(enumerate(item)))
             )
     return None
 
 
-def _leaf_reason(value: object, path: str) -> str | None:
-    where = f"{path} " if path else ""
+_Path = tuple["_Path", object, bool] | None
+"""Where a value sits: None at the top, else (its parent's path, its key or index, is a key)."""
+
+
+def _render(path: _Path) -> str:
+    """`['messages'][2]['content']`: keys quoted, indexes bare."""
+    parts: list[str] = []
+    while path is not None:
+        path, step, is_key = path
+        parts.append(f"[{safe_label(step)}]" if is_key else f"[{step}]")
+    return "".join(reversed(parts))
+
+
+def _leaf_reason(value: object, path: _Path) -> str | None:
     if isinstance(value, str):
         reason = _text_reason(value)
-        return f"{where}{reason}" if reason else None
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{where}is {value!r}, which JSON cannot represent"
-    return None
+    elif isinstance(value, float) and not math.isfinite(value):
+        reason = f"is {value!r}, which JSON cannot represent"
+    else:
+        return None
+    if reason is None:
+        return None
+    return f"{_render(path)} {reason}" if path is not None else reason
 
 
 MAX_NESTING: Final = 32
