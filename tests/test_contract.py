@@ -9,10 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
-from neens.api.openapi_dump import openapi_document, render
+from neens.api.openapi_dump import render
 from neens.settings import Settings
 from neens.store.keys import CreatedKey
 from tests.conftest import auth
+from tests.support.openapi import document as openapi_document
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -33,12 +33,12 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.core.parameters import ParameterLocation
 
 from neens.api.app import create_app
-from neens.api.openapi_dump import openapi_document
 from neens.settings import Settings
 from neens.store.db import Database
 from neens.store.keys import create_key
 from tests.conftest import TEST_SECRET_KEY, _pg_admin, _pg_url_for
 from tests.support.live import serve_in_thread
+from tests.support.openapi import document as openapi_document
 
 EXAMPLES_PER_OPERATION = int(os.environ.get("NEENS_FUZZ_EXAMPLES", "12"))
 """Kept small so `make test` stays quick; raise NEENS_FUZZ_EXAMPLES for a deeper run."""

@@ -17,10 +17,10 @@ from typing import Any
 
 import httpx
 
-from neens.api.openapi_dump import openapi_document
 from neens.store.keys import CreatedKey
 from tests.api.test_roles import _project
 from tests.conftest import auth
+from tests.support.openapi import document as openapi_document
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "neens"
 PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
