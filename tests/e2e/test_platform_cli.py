@@ -61,14 +61,18 @@ def test_building_the_command_line_imports_no_server_code() -> None:
     assert result.stdout.strip() == "[]", result.stdout
 
 
-def test_the_server_starts_without_the_llm_client() -> None:
-    """`openai` is imported on the first LLM verdict (`engine.llm_judge._openai`): every
-    `neens serve`, `neens worker` and `neens mcp` would otherwise spend a second or more on it."""
-    probe = "import sys\nimport neens.api.app\nprint('openai' in sys.modules)\n"
+def test_the_server_starts_without_the_llm_client_or_the_mcp_sdk() -> None:
+    """`openai` is imported on the first LLM verdict (`engine.llm_judge._openai`) and the `mcp`
+    SDK on the first request to `/mcp` (`mcp.on_demand`): every `neens serve` and `neens worker`
+    would otherwise spend one and a half to two seconds of CPU on them."""
+    probe = (
+        "import sys\nimport neens.api.app\n"
+        "print(sorted(m for m in ('openai', 'mcp') if m in sys.modules))\n"
+    )
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     )
-    assert result.stdout.strip() == "False", result.stdout
+    assert result.stdout.strip() == "[]", result.stdout
 
 
 def test_keys_create_list_and_revoke_against_the_database(database_url: str) -> None:

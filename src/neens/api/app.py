@@ -52,7 +52,7 @@ from neens.domain.pricing import load_price_table
 from neens.domain.stats import wilson_interval
 from neens.engine.handlers import open_worker
 from neens.engine.ingest import SpanWriter
-from neens.mcp.http import McpEndpoint
+from neens.mcp.on_demand import McpOnDemand
 from neens.secrets import load_secret_box
 from neens.settings import Settings
 from neens.store import migrate
@@ -111,7 +111,7 @@ def create_app(
     instead of 700: ingest makes a dozen short-lived containers a span (records, views,
     attribute dicts) that reference counting frees anyway, and collecting them 70 times more
     often cost about 6% of ingest's CPU (bench/otlp_ingest.py, paired rounds)."""
-    mcp = McpEndpoint()
+    mcp = McpOnDemand()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
