@@ -43,9 +43,9 @@ class McpOnDemand:
     async def _start(self) -> McpEndpoint:
         async with self._starting:
             if self._endpoint is None:
-                if self._stack is None:
-                    raise RuntimeError("/mcp was called outside the app's lifespan")
                 http = await asyncio.to_thread(importlib.import_module, "neens.mcp.http")
+                if self._stack is None:  # checked after the import: the app may have stopped
+                    raise RuntimeError("/mcp was called outside the app's lifespan")
                 endpoint: McpEndpoint = http.McpEndpoint()
                 await self._stack.enter_async_context(endpoint.running())
                 self._endpoint = endpoint
