@@ -434,6 +434,26 @@ def test_clustering_widens_the_interval_when_related_cases_move_together() -> No
     assert any(w.startswith("only 2 groups of repo") for w in few.warnings)
 
 
+def test_fewer_cases_than_the_sign_test_can_ever_reject_on_are_named() -> None:
+    """5 of 5 cases fixed is p = 0.0625 (SciPy): no outcome of 5 cases is shown better or
+    worse, and the comparison says so; at 6 the same clean win is better and nothing is said."""
+    assert binomtest(5, 5).pvalue >= 0.05 > binomtest(6, 6).pvalue
+    five = compare(*cells(0, 0, 5, 0))
+    assert five.verdict == "inconclusive"
+    assert five.warnings == [
+        "only 5 paired cases: the exact sign test cannot reject at 5% with fewer than 6 changed "
+        "cases, so B can be shown neither better nor worse, however the cases turn out; compare "
+        "at least 6"
+    ]
+    one = compare(*cells(1, 0, 0, 0))
+    assert one.warnings[0].startswith("only 1 paired case: ")
+    six = compare(*cells(0, 0, 6, 0))
+    assert six.verdict == "better" and six.warnings == []
+    # Six cases that could have moved but did not (the data, not the design) say nothing.
+    still = compare(*cells(3, 0, 0, 3))
+    assert still.warnings == []
+
+
 def test_with_clusters_the_test_counts_groups_not_cases() -> None:
     """Two repositories of ten cases each, every case fixed: the cluster interval is
     [+100pp, +100pp] and 20 cases of 20 went up, but that is 2 independent groups of 2."""
@@ -457,6 +477,7 @@ def test_with_clusters_the_test_counts_groups_not_cases() -> None:
     assert clustered.verdict == "inconclusive" and clustered.borderline
     assert clustered.verdict_reason == "CI above 0 but exact sign test p=0.500 on 2 changed groups"
     assert not clustered.ship
+    assert any(w.startswith("only 2 paired groups: ") for w in clustered.warnings)
 
 
 def test_case_kinds_show_pass_rates_unfixed_bad_cases_and_broken_guards() -> None:

@@ -18,7 +18,13 @@ from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from neens.domain.stats import mcnemar_exact, mean, proportion, wilson_interval
+from neens.domain.stats import (
+    fewest_changed_to_reject,
+    mcnemar_exact,
+    mean,
+    proportion,
+    wilson_interval,
+)
 
 FINITE = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False)
 
@@ -151,3 +157,22 @@ def test_exact_mcnemar_at_six_one_sided_pairs_is_the_first_significant_table() -
 def test_exact_mcnemar_refuses_a_negative_cell() -> None:
     with pytest.raises(ValueError):
         mcnemar_exact(-1, 2, 3, 4)
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.1, 0.05, 0.01, 0.001, 1e-9])
+def test_the_fewest_changed_pairs_to_reject_are_the_first_all_one_way_p_below_alpha(
+    alpha: float,
+) -> None:
+    """Exact enumeration: all m pairs one way is the most extreme outcome, p = 2 · (1/2)ᵐ
+    (capped at 1), so the fewest is the first m where that falls below alpha."""
+    m = 1
+    while min(Fraction(1), 2 * Fraction(1, 2) ** m) >= Fraction(alpha):
+        m += 1
+    assert fewest_changed_to_reject(alpha) == m
+    assert fewest_changed_to_reject(0.05) == 6
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, float("nan")])
+def test_the_fewest_changed_pairs_need_an_alpha_between_0_and_1(alpha: float) -> None:
+    with pytest.raises(ValueError, match="alpha"):
+        fewest_changed_to_reject(alpha)

@@ -94,6 +94,13 @@ def test_one_call_replayed_with_the_model_varied_keeps_arm_a_as_recorded(
     # Five repeats of one call all went the other way: the interval collapses to −100pp, but 5 of
     # 5 is p = 0.0625 for the exact test, so it is borderline, not worse (docs/exp.md says so).
     assert "verdict inconclusive (CI below 0 but exact sign test p=0.062 on 5 changed cases)" in out
+    # Said before anything was sent, and again with the report.
+    assert result.err.startswith(
+        "warning: 1 call × --n 5 is 5 cases, and the exact sign test cannot reject at 5% with "
+        "fewer than 6: this replay can only be inconclusive, however the replies turn out; give "
+        "--n 6 or more\n"
+    )
+    assert "warning: only 5 paired cases: the exact sign test cannot reject" in result.err
     assert "borderline: the interval excludes 0 but the exact sign test does not reject" in out
     assert "cost A $" in out and "cost B $" in out
 
@@ -205,6 +212,11 @@ def test_dry_run_counts_the_calls_and_prices_them_without_a_key(
         "replay", "latest#0", "--vary", "model=gpt-4o,no-such-model-xyz", "--n", "5", "--dry-run"
     )
     assert body["sends"] == 10
+    assert body["warnings"] == [
+        "1 call × --n 5 is 5 cases, and the exact sign test cannot reject at 5% with fewer than "
+        "6: this replay can only be inconclusive, however the replies turn out; give --n 6 or "
+        "more"
+    ]
     [a, b] = body["arms"]
     expected = calc_price(
         Usage(input_tokens=1200, output_tokens=40), "gpt-4o", provider_id="openai"
@@ -220,7 +232,15 @@ def test_dry_run_counts_the_calls_and_prices_them_without_a_key(
 
     text = project.exp("replay", "latest#0", "--vary", "model=claude-haiku-4-5", "--dry-run")
     assert text.code == 0, text.err
-    assert "1 call of session" in text.out and "= 10 calls to send (dry run" in text.out
+    # The default --n is 10: one call's repeats are enough cases for a verdict, and no warning.
+    assert "1 call of session" in text.out and "= 20 calls to send (dry run" in text.out
+    assert "warning" not in text.err
+    two = project.exp_json("replay", "--session", "latest", "--vary", "model=x", "--dry-run")
+    assert two["warnings"] == [
+        "2 calls are 2 cases, and the exact sign test cannot reject at 5% with fewer than 6: "
+        "this replay can only be inconclusive, however the replies turn out; replay at least 6 "
+        "calls"
+    ]
     assert "at the recorded token counts, priced by genai-prices" in text.out
     assert project.exp_json("list")["experiments"] == []
 

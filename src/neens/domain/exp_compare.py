@@ -88,7 +88,7 @@ from neens.domain.paired import (
     prob_b_beats_a,
     tango_interval,
 )
-from neens.domain.stats import Interval, mcnemar_exact, sign_test
+from neens.domain.stats import Interval, fewest_changed_to_reject, mcnemar_exact, sign_test
 
 Verdict = Literal["better", "worse", "inconclusive"]
 BAYES_BELOW: Final = 100
@@ -584,6 +584,14 @@ def compare(
         warnings.append(
             f"only {clusters.groups} groups of {clusters.field}: a cluster bootstrap needs at "
             f"least {FEW_GROUPS} (30 or more to be trusted), so the interval is rough"
+        )
+
+    if test is not None and len(exact) < (fewest := fewest_changed_to_reject(ALPHA)):
+        unit = test.units if len(exact) != 1 else test.units[:-1]
+        warnings.append(
+            f"only {len(exact)} paired {unit}: the exact sign test cannot reject at 5% with "
+            f"fewer than {fewest} changed {test.units}, so B can be shown neither better nor "
+            f"worse, however the {test.units} turn out; compare at least {fewest}"
         )
 
     power = None

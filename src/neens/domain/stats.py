@@ -130,6 +130,20 @@ def sign_test(diffs: Iterable[float]) -> SignTest:
     )
 
 
+def fewest_changed_to_reject(alpha: float) -> int:
+    """The fewest nonzero differences with which `sign_test` can reject at `alpha`: all of them
+    one way, p = 2 · 0.5ᵐ (6 at 5%: 5 of 5 gives 0.0625). With fewer, a comparison decided by the
+    test can only be inconclusive, however the cases turn out."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1 exclusive, got {alpha}")
+    from scipy.stats import binomtest
+
+    changed = 1
+    while binomtest(changed, changed).pvalue >= alpha:
+        changed += 1
+    return changed
+
+
 def median_difference_interval(
     diffs: Iterable[float], *, confidence: float = 0.95
 ) -> Interval | None:

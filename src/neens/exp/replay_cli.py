@@ -14,6 +14,11 @@ PROVIDERS = ("openai", "anthropic")
 
 DEFAULT_JUDGE_MODEL = "gpt-4o-mini"
 
+REPLAY_REPEATS = 10
+"""`exp replay`'s default --n. One call's repeats are its cases, and the exact sign test needs at
+least 6 changed cases to reject at 5%, all one way; 10 lets one repeat go the other way (9 of 10
+gives p = 0.021)."""
+
 
 def register_replay(commands: Any, common: Any) -> None:
     """Add `exp replay` and `exp ab`."""
@@ -40,7 +45,7 @@ def register_replay(commands: Any, common: Any) -> None:
     replay.add_argument(
         "--limit", type=positive_int, metavar="N", help="with --session: its first N calls"
     )
-    _shared(replay, n_default=5)
+    _shared(replay, n_default=REPLAY_REPEATS)
     common(replay)
     replay.set_defaults(func=_replay)
 

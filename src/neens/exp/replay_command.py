@@ -18,7 +18,9 @@ from typing import Any
 from neens_eval.errors import ConfigError
 
 from neens.domain.exp_compare import compare
+from neens.domain.paired import ALPHA
 from neens.domain.pricing import PriceLookupError
+from neens.domain.stats import fewest_changed_to_reject
 from neens.exp.compare import load_side, pass_text, render, to_json
 from neens.exp.progress import RunProgress, cost_text
 from neens.exp.providers import (
@@ -147,6 +149,8 @@ async def _command(
         rows = experiment_rows(plan, ids)
         holder["ids"] = ids
         total = 2 * len(selected.calls) * args.n
+        if (few := too_few_cases(len(selected.calls), args.n)) and not args.json:
+            print(f"warning: {few}", file=sys.stderr)
         with RunProgress(total=total, done=0, label=f"{kind} {ref}") as progress:
             await run_replay(
                 db,
@@ -203,6 +207,25 @@ async def _command(
     if turn is not None:
         print(_turn_line(turn))
     return 0
+
+
+def too_few_cases(calls: int, n: int) -> str | None:
+    """Why no outcome of this replay can be better or worse, or None: one call's repeats are
+    its cases (several calls: each call is one), and the exact sign test needs a few of them."""
+    fewest = fewest_changed_to_reject(ALPHA)
+    cases = n if calls == 1 else calls
+    if cases >= fewest:
+        return None
+    if calls == 1:
+        what = f"1 call × --n {n} is {n} case{'s' if n != 1 else ''}"
+        more = f"give --n {fewest} or more"
+    else:
+        what = f"{calls} calls are {calls} cases"
+        more = f"replay at least {fewest} calls"
+    return (
+        f"{what}, and the exact sign test cannot reject at 5% with fewer than {fewest}: this "
+        f"replay can only be inconclusive, however the replies turn out; {more}"
+    )
 
 
 def _head(plan: ReplayPlan, ids: tuple[str, str]) -> list[str]:
@@ -301,10 +324,12 @@ def _print_dry_run(
             }
         )
     sends = 2 * len(calls) * n
+    few = too_few_cases(len(calls), n)
     if args.json:
         body = {
             "command": kind,
             "dryRun": True,
+            "warnings": [few] if few else [],
             "ref": selected.ref,
             "session": selected.session.trace_id,
             "calls": [_call_json(c) for c in calls],
@@ -316,6 +341,8 @@ def _print_dry_run(
         }
         print(json.dumps(body, ensure_ascii=False, allow_nan=False))
         return
+    if few:
+        print(f"warning: {few}", file=sys.stderr)
     what = "1 call" if len(calls) == 1 else f"{len(calls)} calls"
     print(
         f"{kind} {selected.ref}: {what} of session {selected.session.trace_id} × {n} repeats × "
