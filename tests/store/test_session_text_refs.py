@@ -17,6 +17,7 @@ from neens.store import migrate
 from neens.store.db import Database
 from neens.store.keys import CreatedKey
 from neens.store.models import TraceSession
+from neens.store.session_reads import SessionFilter, list_sessions
 from neens.store.sessions import _text_or_reference
 from tests.conftest import auth
 from tests.support.otlp import agent_trace, export_request, span
@@ -113,6 +114,38 @@ async def test_text_derived_from_messages_is_stored_as_text(
         None,
     )
     assert await _read(db, tid.hex()) == ("hello there", "hi back")
+
+
+async def test_a_list_with_previews_cuts_texts_in_the_database_by_characters(
+    client: httpx.AsyncClient, db: Database, ingest_key: CreatedKey
+) -> None:
+    """Referred texts (a span's attribute) and texts of the row alike, cut by characters, not
+    bytes: `é` and `🚚` take two and four bytes in UTF-8."""
+    referred, spans = agent_trace(prompt=PROMPT, answer=ANSWER)
+    await _export(client, ingest_key, spans)
+    own = os.urandom(16)
+    messages = [{"role": "user", "parts": [{"type": "text", "content": "é🚚" * 40}]}]
+    llm = span(
+        own,
+        os.urandom(8),
+        "chat",
+        **{"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(messages)},
+    )
+    await _export(client, ingest_key, [llm])
+    assert (await _row(db, own.hex())).input == "é🚚" * 40  # held by the row itself
+
+    page, _ = await list_sessions(
+        db, ingest_key.project_id, SessionFilter(), limit=10, after=None, preview_chars=25
+    )
+    texts = {s.trace_id: (s.summary.input, s.summary.output) for s in page}
+    assert texts[referred.hex()] == (PROMPT[:25], ANSWER[:25])
+    assert texts[own.hex()] == (("é🚚" * 40)[:25], None)
+    whole, _ = await list_sessions(db, ingest_key.project_id, SessionFilter(), limit=10, after=None)
+    assert {s.trace_id: (s.summary.input, s.summary.output) for s in whole}[referred.hex()] == (
+        PROMPT,
+        ANSWER,
+    )
+    assert [s.trace_id for s in page] == [s.trace_id for s in whole]
 
 
 def test_a_key_that_a_json_path_would_need_to_escape_keeps_the_text() -> None:

@@ -253,3 +253,73 @@ async def test_signed_out_every_page_leads_to_sign_in_and_shows_no_data(
         r = await anonymous.post(path, data={"csrf_token": "x"})
         assert (r.status_code, r.headers["location"]) == (303, "/ui/sign-in"), path
         assert not any(secret in r.text for secret in secrets)
+
+
+def numbered(chars: int, tag: str) -> str:
+    """`chars` characters in which every position is told apart: `tag` and a count, repeated."""
+    text = "".join(f"{tag}{n:07d} " for n in range(chars // (len(tag) + 8) + 1))
+    return text[:chars]
+
+
+async def test_a_huge_prompt_is_cut_on_the_pages_that_show_it_and_whole_in_the_api(
+    site: Site, pages: httpx.AsyncClient
+) -> None:
+    """A 300,000-character prompt and answer: the sessions list reads and shows 2,000 of each,
+    linking to the session; the session's page and a dataset's items show 10,000 and say how
+    many there are. The API answers every character."""
+    auth = {"Authorization": f"Bearer {site.admin.key}"}
+    prompt, answer = numbered(300_000, "in"), numbered(300_000, "out")
+    session_id = "huge-prompt"
+    r = await pages.post(
+        "/sessions",
+        headers=auth,
+        json={
+            "session": {"id": session_id, "agent_name": "support-agent"},
+            "spans": [
+                {
+                    "id": "root",
+                    "name": "agent.run",
+                    "kind": "agent",
+                    "input": prompt,
+                    "output": answer,
+                    "start_time": "2026-11-30T09:00:00Z",
+                    "end_time": "2026-11-30T09:00:01Z",
+                }
+            ],
+        },
+    )
+    assert r.status_code == 200, r.text
+
+    listed = await page(pages, "/ui/sessions")
+    assert len(listed) < 100_000, len(listed)
+    for text in (prompt, answer):
+        assert text[:2_000] in listed and text[:2_001] not in listed
+    assert (
+        listed.count(
+            f'The first 2,000 characters are shown: <a href="/ui/sessions/{session_id}">more</a>.'
+        )
+        == 2
+    )
+
+    detail = await page(pages, f"/ui/sessions/{session_id}")
+    assert len(detail) < 100_000, len(detail)
+    for text in (prompt, answer):
+        assert text[:10_000] in detail and text[:10_001] not in detail
+    note = "The first 10,000 of 300,000 characters are shown; the API returns the whole text."
+    assert note in detail
+
+    stored = await twin(pages, site.admin, f"/sessions/{session_id}")
+    assert (stored["input"], stored["output"]) == (prompt, answer)
+    [first, *_] = (await twin(pages, site.admin, "/sessions", limit=1))["sessions"]
+    assert (first["id"], first["input"], first["output"]) == (session_id, prompt, answer)
+
+    dataset = (await pages.post("/datasets", headers=auth, json={"name": "huge"})).json()
+    version = await pages.post(
+        f"/datasets/{dataset['id']}/versions",
+        headers=auth,
+        json={"items": [{"input": prompt, "expected_output": answer}]},
+    )
+    assert version.status_code in (200, 201), version.text
+    items = await page(pages, f"/ui/datasets/{dataset['id']}/versions/{version.json()['id']}")
+    assert len(items) < 100_000, len(items)
+    assert items.count(note) == 2 and prompt[:10_001] not in items

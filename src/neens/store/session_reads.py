@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
 
 from neens.domain.conventions import EVAL_RUN_ID_KEY, Flag
 from neens.domain.sessions import SessionSummary
@@ -39,11 +40,15 @@ class SessionFilter:
     eval_run_id: str | None = None
 
 
-def _summary_from_row(row: TraceSession) -> SessionSummary:
+def _summary_from_row(
+    row: TraceSession, texts: tuple[str | None, str | None] | None = None
+) -> SessionSummary:
+    """The row's summary; `texts`, when given, stands for its input and output (previews)."""
+    text_in, text_out = texts if texts is not None else (row.input, row.output)
     return SessionSummary(
         agent_name=row.agent_name,
-        input=row.input,
-        output=row.output,
+        input=text_in,
+        output=text_out,
         models=tuple(row.models),
         input_tokens=row.input_tokens,
         output_tokens=row.output_tokens,
@@ -63,11 +68,15 @@ def _summary_from_row(row: TraceSession) -> SessionSummary:
     )
 
 
-def _stored(row: TraceSession, spans: list[SpanRecord] | None = None) -> StoredSession:
+def _stored(
+    row: TraceSession,
+    spans: list[SpanRecord] | None = None,
+    texts: tuple[str | None, str | None] | None = None,
+) -> StoredSession:
     return StoredSession(
         row.trace_id,
         row.source,
-        _summary_from_row(row),
+        _summary_from_row(row, texts),
         row.created_at,
         row.updated_at,
         spans or [],
@@ -92,10 +101,14 @@ async def list_sessions(
     *,
     limit: int,
     after: SessionKey | None,
+    preview_chars: int | None = None,
 ) -> tuple[list[StoredSession], SessionKey | None]:
     """Newest first: by row key (first received), or by start when filtered by time (then
     `after` and the key returned are (started_at, pk)). Returns the page and the key of its
-    last session when more follow (None on the last page)."""
+    last session when more follow (None on the last page).
+
+    With `preview_chars`, each input and output is cut to that many characters by the
+    database (a prompt can be megabytes, and a list page shows a line of it)."""
     query = in_project(TraceSession, project_id)
     if filt.agent_name is not None:
         query = query.where(TraceSession.agent_name == filt.agent_name)
@@ -117,8 +130,18 @@ async def list_sessions(
         if after is not None:
             query = query.where(TraceSession.pk < after[-1])
         query = query.order_by(TraceSession.pk.desc())
+    texts: list[tuple[str | None, str | None]] | None = None
     async with db.read() as s:
-        rows = list(await s.scalars(query.limit(limit + 1)))
+        if preview_chars is None:
+            rows = list(await s.scalars(query.limit(limit + 1)))
+        else:
+            cut = query.options(defer(TraceSession.input), defer(TraceSession.output)).add_columns(
+                func.substr(TraceSession.input, 1, preview_chars),
+                func.substr(TraceSession.output, 1, preview_chars),
+            )
+            found = (await s.execute(cut.limit(limit + 1))).all()
+            rows = [row for row, _, _ in found]
+            texts = [(text_in, text_out) for _, text_in, text_out in found]
     page = rows[:limit]
     end: SessionKey | None = None
     if len(rows) > limit:
@@ -127,7 +150,9 @@ async def list_sessions(
             end = (last.pk,)
         elif last.started_at is not None:  # always: a time filter matches no null start
             end = (last.started_at, last.pk)
-    return [_stored(r) for r in page], end
+    if texts is None:
+        return [_stored(r) for r in page], end
+    return [_stored(r, texts=t) for r, t in zip(page, texts, strict=False)], end
 
 
 async def get_session(db: Database, project_id: str, trace_id: str) -> StoredSession:

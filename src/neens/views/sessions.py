@@ -29,10 +29,13 @@ async def session_list(
     *,
     limit: int,
     after: SessionKey | None,
+    preview_chars: int | None = None,
 ) -> tuple[list[StoredSession], SessionKey | None]:
     """Newest first (by arrival, or by start with a time filter): a page, and the key of its
-    last session when more follow."""
-    return await list_sessions(db, project_id, filt, limit=limit, after=after)
+    last session when more follow; inputs and outputs cut to `preview_chars` when given."""
+    return await list_sessions(
+        db, project_id, filt, limit=limit, after=after, preview_chars=preview_chars
+    )
 
 
 @dataclass(slots=True)

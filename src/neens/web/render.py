@@ -48,6 +48,11 @@ def query(**params: Any) -> str:
     return f"?{urlencode(pairs)}" if pairs else ""
 
 
+FULL_CHARS = 10_000
+"""The most characters of one text a page shows in full (macros.html `full`); the rest is
+counted and left to the JSON twin."""
+
+
 def environment() -> Environment:
     env = Environment(
         loader=PackageLoader("neens.web", "templates"),
@@ -58,7 +63,7 @@ def environment() -> Environment:
     )
     env.filters.update(FILTERS)
     env.filters["segment"] = segment
-    env.globals.update(nav=NAV, neens_version=__version__, query=query)
+    env.globals.update(nav=NAV, neens_version=__version__, query=query, full_chars=FULL_CHARS)
     return env
 
 

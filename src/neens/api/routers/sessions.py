@@ -195,6 +195,32 @@ async def get_sessions(
     """Newest first, one page at a time: pass `nextCursor` back as `cursor` with the same
     filters for the next page. Sessions are listed in the order Neens first received them, or,
     with `start` or `end`, by when they started."""
+    return await sessions_page(
+        principal,
+        db,
+        agent_name=agent_name,
+        start=start,
+        end=end,
+        eval_run_id=eval_run_id,
+        limit=limit,
+        cursor=cursor,
+    )
+
+
+async def sessions_page(
+    principal: AnyKey,
+    db: DbDep,
+    *,
+    agent_name: str | None,
+    start: datetime | None,
+    end: datetime | None,
+    eval_run_id: str | None,
+    limit: int,
+    cursor: str | None,
+    preview_chars: int | None = None,
+) -> SessionList:
+    """`GET /sessions`; with `preview_chars` (the sessions page), inputs and outputs are cut to
+    that many characters."""
     start, end = _utc(start, "start"), _utc(end, "end")
     if start is not None and end is not None and end <= start:
         raise Unprocessable("end must be after start", field="end")
@@ -207,6 +233,7 @@ async def get_sessions(
         filt,
         limit=limit,
         after=cast("SessionKey | None", after),
+        preview_chars=preview_chars,
     )
     return SessionList(sessions=[session_out(s) for s in page], next_cursor=next_cursor(kind, last))
 

@@ -19,6 +19,9 @@ router = APIRouter()
 
 ViewerDep = Annotated[Viewer, Depends(current_viewer)]
 PER_PAGE = 50
+PREVIEW_CHARS = 2_000
+"""The most of a session's input or output the list shows (behind its expander), read as that
+many characters from the database: a prompt can be megabytes. The session's page has more."""
 
 
 class SpanRow(NamedTuple):
@@ -45,7 +48,7 @@ async def session_list(
 ) -> Response:
     agent_name = agent_name or None
     eval_run_id = eval_run_id or None
-    page = await api.get_sessions(
+    page = await api.sessions_page(
         viewer.principal,
         db_of(request),
         agent_name=agent_name,
@@ -54,6 +57,7 @@ async def session_list(
         eval_run_id=eval_run_id,
         limit=PER_PAGE,
         cursor=cursor,
+        preview_chars=PREVIEW_CHARS + 1,  # one more: a text that long goes on
     )
     filters = {"agent_name": agent_name, "eval_run_id": eval_run_id}
     return render(
@@ -63,6 +67,7 @@ async def session_list(
         section="sessions",
         twin="/sessions" + query(**filters, limit=PER_PAGE, cursor=cursor),
         sessions=page.sessions,
+        preview_chars=PREVIEW_CHARS,
         next_cursor=page.next_cursor,
         cursor=cursor,
         filters=filters,
