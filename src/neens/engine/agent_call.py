@@ -5,8 +5,10 @@ finish within the timeout (60 s by default, enforced end to end, not per socket 
 server that drips bytes cannot hold an item forever), and the response body is read only up to
 8 MiB. Every failure becomes an `AgentCallFailed` with a reason a person can act on; nothing is
 ever invented in place of an answer. Text copied from the reply into that reason is bounded
-(`destinations.excerpt`), and the client is an `agent_client.AgentClient`, which refuses
-destinations the policy does not allow and never follows redirects.
+(`destinations.excerpt`), the endpoint's URL is named without its userinfo, query or fragment
+(`destinations.shown_url`: people who may not read the connection read its items' errors), and
+the client is an `agent_client.AgentClient`, which refuses destinations the policy does not
+allow and never follows redirects.
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ import aiohttp
 from neens.domain.conventions import token_count
 from neens.domain.json_path import extract, parse_path
 from neens.engine.agent_client import ResponseTooLarge, refused
-from neens.engine.destinations import DestinationRefused, excerpt
+from neens.engine.destinations import (
+    DestinationRefused,
+    excerpt,
+    shown_url,
+    without_url_secrets,
+)
 from neens.queue.worker import AgentPoster
 
 MAX_PROMPT_CHARS = 200_000
@@ -107,7 +114,7 @@ async def call_agent(
     except TimeoutError:
         raise AgentCallFailed(f"no complete answer within {timeout_s:g} s (timeout)") from None
     except DestinationRefused as exc:
-        raise AgentCallFailed(f"refused to call {endpoint.url}: {exc}") from None
+        raise AgentCallFailed(f"refused to call {shown_url(endpoint.url)}: {exc}") from None
     except ResponseTooLarge as exc:
         raise AgentCallFailed(_too_large(exc.size)) from None
     except (aiohttp.ClientError, ValueError) as exc:
@@ -115,9 +122,9 @@ async def call_agent(
         # URL or header aiohttp cannot send.
         policy = refused(exc)
         if policy is not None:
-            raise AgentCallFailed(f"refused to call {endpoint.url}: {policy}") from None
+            raise AgentCallFailed(f"refused to call {shown_url(endpoint.url)}: {policy}") from None
         raise AgentCallFailed(
-            f"could not reach {endpoint.url}: {_describe(exc)}", transport=True
+            f"could not reach {shown_url(endpoint.url)}: {_describe(exc)}", transport=True
         ) from None
     latency_ms = (loop.time() - started) * 1000
     if not 200 <= status < 300:
@@ -186,5 +193,7 @@ def _usage(document: Any) -> tuple[int | None, int | None]:
 
 
 def _describe(exc: Exception) -> str:
+    """The first line of the client's error; a URL it quotes (aiohttp names the request's URL,
+    query string included, in an error about the reply) is shown without its secrets."""
     text = str(exc) or type(exc).__name__
-    return excerpt(text.splitlines()[0])
+    return excerpt(without_url_secrets(text.splitlines()[0]))

@@ -16,6 +16,10 @@ checked, and a plain-HTTP request goes to the checked address itself, so a name 
 elsewhere a moment later (DNS rebinding) changes nothing; over HTTPS such a name would also need
 a certificate for it, which the metadata and internal services it could point at do not hold.
 Redirects are never followed, since a redirect is a new destination.
+
+A destination's URL may carry credentials (`https://user:password@host/`, `?api_key=…`), and
+errors and reasons that name it are read by people who may not hold them: they name it as
+`shown_url` renders it, without userinfo, query or fragment.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import asyncio
 import functools
 import importlib
 import ipaddress
+import re
 import socket
 from typing import Any, Literal
 
@@ -240,6 +245,27 @@ def guarded_client(*, allow_private: bool, **client_options: Any) -> httpx.Async
         follow_redirects=False,
         **client_options,
     )
+
+
+def shown_url(url: str) -> str:
+    """`url` as an error, a log line or a reader without the right to edit it may see it:
+    `scheme://host[:port]/path`, without userinfo, query string or fragment, where
+    credentials are usually put. Never raises, whatever the text."""
+    head = re.split(r"[?#]", url, maxsplit=1)[0]
+    scheme, sep, rest = head.partition("://")
+    if not sep:
+        return head.rpartition("@")[2]
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
+
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+
+
+def without_url_secrets(text: str) -> str:
+    """`text` with every URL in it rendered by `shown_url`: for an HTTP client's error message,
+    which may quote the URL it was given (aiohttp does)."""
+    return _URL_IN_TEXT.sub(lambda found: shown_url(found.group()), text)
 
 
 MAX_EXCERPT_CHARS = 500

@@ -19,7 +19,8 @@ sent; the system message is the deterministic text below.
 Destinations: the request goes through `destinations.guarded_client`, so a base URL that
 resolves to a link-local or metadata address (or, with `allow_private` off, a private one) is
 unscored "judge_call_failed" without a request being sent. Error text is bounded by
-`destinations.excerpt`.
+`destinations.excerpt`, and names the base URL without its userinfo, query or fragment
+(`destinations.shown_url`), since whoever reads a verdict may not read the judge's endpoint.
 
 Failure handling: an API error status, a connection error, a timeout, no choices or no message
 text give an unscored verdict "judge_call_failed" carrying the error; nothing of that kind is
@@ -52,6 +53,7 @@ from neens.engine.destinations import (
     DestinationRefused,
     GuardedAnyTransport,
     excerpt,
+    shown_url,
     tls_context,
 )
 from neens.errors import Unprocessable
@@ -200,10 +202,11 @@ async def _complete(endpoint: LlmEndpoint, system: str, prompt: str) -> str | Ve
     except TimeoutError:
         return _call_failed(prompt, f"no reply within {endpoint.timeout_s:g}s")
     except DestinationRefused as exc:
-        return _call_failed(prompt, f"refused to call {endpoint.base_url}: {exc}")
+        return _call_failed(prompt, f"refused to call {shown_url(endpoint.base_url)}: {exc}")
     except openai.OpenAIError as exc:
         if isinstance(exc.__cause__, DestinationRefused):
-            return _call_failed(prompt, f"refused to call {endpoint.base_url}: {exc.__cause__}")
+            shown = shown_url(endpoint.base_url)
+            return _call_failed(prompt, f"refused to call {shown}: {exc.__cause__}")
         return _call_failed(prompt, f"{type(exc).__name__}: {excerpt(str(exc))}")
     except ValueError as exc:  # a body labelled JSON that does not parse (or decode) as JSON
         return _call_failed(prompt, f"the response is not valid JSON: {excerpt(str(exc))}")

@@ -18,25 +18,36 @@ from neens.api.schemas.judges import (
     ManagedJudgeIn,
 )
 from neens.domain.judges import validate_labels, validate_managed_config, validate_template
-from neens.engine.destinations import check_url
+from neens.engine.destinations import check_url, shown_url
 from neens.errors import Unprocessable
 from neens.store import judges as store
+from neens.store.keys import Principal
 
 router = APIRouter(prefix="/judges", tags=["judges"])
 
 
-def judge_out(info: store.JudgeInfo) -> JudgeOut:
+def judge_out(info: store.JudgeInfo, principal: Principal) -> JudgeOut:
+    """The judge as `principal` may read it: its API key is never shown, and to a key that
+    cannot edit it (not an admin) its endpoint's base URL is shown without userinfo or query
+    string, where an endpoint keeps credentials too."""
     return JudgeOut(
         id=info.id,
         name=info.name,
         type=info.type,
-        config=info.config,
+        config=info.config if principal.role == "admin" else _config_shown(info.config),
         has_api_key=info.secret is not None,
         enabled=info.enabled,
         score_production=info.score_production,
         is_primary=info.is_primary,
         created_at=info.created_at,
     )
+
+
+def _config_shown(config: dict[str, Any]) -> dict[str, Any]:
+    endpoint = config.get("endpoint")
+    if not isinstance(endpoint, dict) or not isinstance(endpoint.get("baseUrl"), str):
+        return config
+    return {**config, "endpoint": {**endpoint, "baseUrl": shown_url(endpoint["baseUrl"])}}
 
 
 def _endpoint(body: LlmPromptJudgeIn | ClassifierJudgeIn) -> dict[str, Any]:
@@ -82,20 +93,20 @@ async def create_judge(
         enabled=body.enabled,
         score_production=body.score_production,
     )
-    return judge_out(info)
+    return judge_out(info, principal)
 
 
 @router.get("", operation_id="judges-list")
 async def list_judges(principal: AnyKey, db: DbDep) -> JudgeList:
     """The project's judges; the Primary Score is created on first need."""
     return JudgeList(
-        judges=[judge_out(i) for i in await store.list_judges(db, principal.project_id)]
+        judges=[judge_out(i, principal) for i in await store.list_judges(db, principal.project_id)]
     )
 
 
 @router.get("/{judge_id}", operation_id="judges-get")
 async def get_judge(judge_id: str, principal: AnyKey, db: DbDep) -> JudgeOut:
-    return judge_out(await store.get_judge(db, principal.project_id, judge_id))
+    return judge_out(await store.get_judge(db, principal.project_id, judge_id), principal)
 
 
 @router.patch("/{judge_id}", operation_id="judges-update")
@@ -106,4 +117,6 @@ async def update_judge(
     fields = body.model_dump(exclude_unset=True)
     if "components" in fields:
         fields["components"] = [c.model_dump(by_alias=True) for c in body.components or []]
-    return judge_out(await store.update_judge(db, principal.project_id, judge_id, fields))
+    return judge_out(
+        await store.update_judge(db, principal.project_id, judge_id, fields), principal
+    )
