@@ -133,3 +133,54 @@ async def test_model_names_with_slashes_work(
     )
     assert r.status_code == 200
     assert r.json()["model"] == "meta-llama/Llama-3-8B"
+
+
+PRICE = {"inputPerMTokUsd": 0.1, "outputPerMTokUsd": 0.2}
+
+
+@pytest.mark.parametrize(
+    ("path", "words"),
+    [
+        ("", "empty"),
+        ("%20", "empty"),
+        ("%20%09", "empty"),
+        ("m" * 501, "at most 500 characters"),
+        ("%FF", "not valid UTF-8"),
+        ("gpt-4o%FF", "not valid UTF-8"),
+        ("%ED%A0%80", "not valid UTF-8"),  # a surrogate, which UTF-8 cannot encode
+        ("%C3", "not valid UTF-8"),  # a truncated sequence
+    ],
+)
+@pytest.mark.parametrize("method", ["PUT", "DELETE"])
+async def test_a_model_name_no_span_can_report_is_refused_naming_model(
+    client: httpx.AsyncClient, admin_key: CreatedKey, path: str, words: str, method: str
+) -> None:
+    body = PRICE if method == "PUT" else None
+    r = await client.request(method, f"/model-pricing/{path}", json=body, headers=auth(admin_key))
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["code"] == "unprocessable"
+    assert r.json()["error"]["field"] == "model"
+    assert words in r.json()["error"]["message"]
+    listed = (await client.get("/model-pricing", headers=auth(admin_key))).json()["prices"]
+    assert listed == []
+
+
+async def test_the_longest_and_non_ascii_model_names_are_kept_exactly(
+    client: httpx.AsyncClient, admin_key: CreatedKey
+) -> None:
+    longest = "m" * 500
+    for name, path in [
+        (longest, longest),
+        ("\ufffd", "%EF%BF%BD"),  # the replacement character itself, validly encoded
+        ("modèle-ß", "mod%C3%A8le-%C3%9F"),
+        (" padded ", "%20padded%20"),
+    ]:
+        r = await client.put(f"/model-pricing/{path}", json=PRICE, headers=auth(admin_key))
+        assert r.status_code == 200, r.text
+        assert r.json()["model"] == name
+    listed = (await client.get("/model-pricing", headers=auth(admin_key))).json()["prices"]
+    assert sorted(p["model"] for p in listed) == sorted([longest, "\ufffd", "modèle-ß", " padded "])
+    r = await client.delete("/model-pricing/%EF%BF%BD", headers=auth(admin_key))
+    assert r.status_code == 204
+    r = await client.delete(f"/model-pricing/{longest}", headers=auth(admin_key))
+    assert r.status_code == 204

@@ -5,9 +5,14 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, select, text
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from neens.store.db import Database, normalize_url
+from neens.store.datasets import DATASET_NAME_UNIQUE
+from neens.store.db import UNIQUE_RACE_ATTEMPTS, Database, normalize_url, unique_violated
+from neens.store.keys import CreatedKey
+from neens.store.models import Dataset
 
 
 def test_pasted_urls_get_the_async_driver() -> None:
@@ -47,3 +52,47 @@ async def test_none_binds_as_null_through_the_registered_adapter(db: Database) -
     async with db.read() as s:
         row = (await s.execute(text("SELECT :v IS NULL, typeof(:v)"), {"v": None})).one()
     assert tuple(row) == (1, "null")
+
+
+async def test_unique_violated_names_the_constraint_on_both_databases(
+    db: Database, ingest_key: CreatedKey
+) -> None:
+    project = ingest_key.project_id
+    async with db.write() as s:
+        s.add(Dataset(id="ds_first", project_id=project, name="golden"))
+    with pytest.raises(IntegrityError) as taken:
+        async with db.write() as s:
+            s.add(Dataset(id="ds_second", project_id=project, name="golden"))
+    assert unique_violated(taken.value) == DATASET_NAME_UNIQUE
+    with pytest.raises(IntegrityError) as orphan:
+        async with db.write() as s:
+            s.add(Dataset(id="ds_orphan", project_id="prj_none", name="x"))
+    assert unique_violated(orphan.value) is None, "a foreign key is no unique constraint"
+
+
+async def test_write_unique_runs_again_only_for_its_own_constraints(
+    db: Database, ingest_key: CreatedKey
+) -> None:
+    project = ingest_key.project_id
+    async with db.write() as s:
+        s.add(Dataset(id="ds_first", project_id=project, name="golden"))
+    runs: list[str] = []
+
+    async def insert(dataset_id: str, project_id: str) -> None:
+        async def work(s: AsyncSession) -> None:
+            runs.append(dataset_id)
+            s.add(Dataset(id=dataset_id, project_id=project_id, name="golden"))
+
+        await db.write_unique(work, DATASET_NAME_UNIQUE)
+
+    # Its own constraint, broken every time (no check to raise a 409): run again, then raised.
+    with pytest.raises(IntegrityError):
+        await insert("ds_again", project)
+    assert runs == ["ds_again"] * UNIQUE_RACE_ATTEMPTS
+    # Any other integrity error is raised at once, as it always was.
+    runs.clear()
+    with pytest.raises(IntegrityError):
+        await insert("ds_orphan", "prj_none")
+    assert runs == ["ds_orphan"]
+    async with db.read() as s:
+        assert list(await s.scalars(select(Dataset.id))) == ["ds_first"]

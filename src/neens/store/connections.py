@@ -50,6 +50,10 @@ def _info(row: AgentConnection, dropped: list[str] | None = None) -> ConnectionI
     )
 
 
+NAME_UNIQUE = "uq_agent_connections_project_id_name"
+"""The constraint that keeps connection names unique in a project (`Database.write_unique`)."""
+
+
 async def _refuse_taken_name(
     s: AsyncSession, project_id: str, name: str, connection_id: str | None
 ) -> None:
@@ -70,11 +74,14 @@ async def _refuse_taken_name(
 async def create_connection(db: Database, project_id: str, **fields: Any) -> ConnectionInfo:
     """Create a connection; its header values are stored encrypted."""
     fields["headers"] = db.secrets.seal_headers(fields.get("headers") or {})
-    async with db.write() as s:
+
+    async def work(s: AsyncSession) -> AgentConnection:
         await _refuse_taken_name(s, project_id, fields["name"], None)
         row = AgentConnection(id=new_id("conn_"), project_id=project_id, **fields)
         s.add(row)
-    return _info(row)
+        return row
+
+    return _info(await db.write_unique(work, NAME_UNIQUE))
 
 
 async def update_connection(
@@ -84,17 +91,22 @@ async def update_connection(
     meant for the old destination, and must not follow the calls to a new one."""
     if fields.get("headers") is not None:
         fields["headers"] = db.secrets.seal_headers(fields["headers"])
-    dropped: list[str] = []
-    async with db.write() as s:
+
+    async def work(s: AsyncSession) -> tuple[AgentConnection, list[str]]:
+        changes = dict(fields)
+        dropped: list[str] = []
         row = await owned(s, CONNECTION, project_id, connection_id)
-        if "name" in fields and fields["name"] != row.name:
-            await _refuse_taken_name(s, project_id, fields["name"], row.id)
-        if "url" in fields and fields["url"] != row.url and "headers" not in fields:
+        if "name" in changes and changes["name"] != row.name:
+            await _refuse_taken_name(s, project_id, changes["name"], row.id)
+        if "url" in changes and changes["url"] != row.url and "headers" not in changes:
             dropped = sorted(row.headers)
-            fields["headers"] = {}
-        for name, value in fields.items():
+            changes["headers"] = {}
+        for name, value in changes.items():
             setattr(row, name, value)
         row.updated_at = utcnow()
+        return row, dropped
+
+    row, dropped = await db.write_unique(work, NAME_UNIQUE)
     return _info(row, dropped)
 
 

@@ -86,11 +86,17 @@ async def _require_dataset(s: AsyncSession, project_id: str, dataset_id: str) ->
     return await owned(s, DATASET, project_id, dataset_id)
 
 
+DATASET_NAME_UNIQUE = "uq_datasets_project_id_name"
+"""The constraint that keeps dataset names unique in a project (for `Database.write_unique`)."""
+
+
 async def create_dataset(db: Database, project_id: str, name: str) -> DatasetInfo:
-    async with db.write() as s:
-        dataset = await add_dataset(
+    async def work(s: AsyncSession) -> Dataset:
+        return await add_dataset(
             s, project_id, name, exists_hint="push a new version to it instead"
         )
+
+    dataset = await db.write_unique(work, DATASET_NAME_UNIQUE)
     return DatasetInfo(dataset.id, dataset.name, dataset.created_at, None, None, 0)
 
 
@@ -98,7 +104,9 @@ async def add_dataset(
     s: AsyncSession, project_id: str, name: str, *, exists_hint: str, field: str = "name"
 ) -> Dataset:
     """A new empty dataset in the caller's transaction; 409 naming `field` when the project has
-    a dataset of that name (`exists_hint` says what to do instead)."""
+    a dataset of that name (`exists_hint` says what to do instead). Run the transaction with
+    `Database.write_unique(…, DATASET_NAME_UNIQUE)`, so that a concurrent create of the name gets
+    the 409 too."""
     exists = await s.scalar(
         select(Dataset.id).where(owned_by(Dataset, project_id), Dataset.name == name)
     )

@@ -26,6 +26,7 @@ from typing import Any, Final, TypeVar
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -43,6 +44,9 @@ SQLITE_BUSY_TIMEOUT_MS = 10_000
 SQLITE_BEGIN_WRITE = "BEGIN IMMEDIATE"
 """How a write transaction starts on SQLite: holding the write lock from its first statement, so
 what it reads cannot change under it before it commits (see the module's docstring)."""
+UNIQUE_RACE_ATTEMPTS = 3
+"""How many times `Database.write_unique` runs its work when commits keep breaking its unique
+constraints (each time because another transaction committed the same key first)."""
 SQLITE_SYNCHRONOUS = "NORMAL"
 """With WAL, NORMAL is durable across application crashes; only an OS crash can lose the last
 commits. (OFF, which some tools use, can lose acknowledged writes.)"""
@@ -192,6 +196,30 @@ class Database:
             await session.execute(text(SQLITE_BEGIN_WRITE))
             yield session
 
+    async def write_unique(
+        self, work: Callable[[AsyncSession], Awaitable[T]], *constraints: str
+    ) -> T:
+        """`work` in a `write()` transaction, run again in a new one when the database refuses it
+        for breaking one of the unique `constraints` (named as `unique_violated` names them).
+
+        For work that checks a name is free before it inserts or renames, raising its 409 when it
+        is taken. On PostgreSQL two transactions for one name can both pass the check; the later
+        insert then waits for the earlier transaction and, once that commits, breaks the
+        constraint. That transaction is rolled back, and the work run again sees the committed row
+        and raises the same 409 as any later request for the name. Any other integrity error (a
+        foreign key, another constraint) is raised as it is. (SQLite writers take turns, so
+        there the check always sees the earlier row.)
+        """
+        attempt = 1
+        while True:
+            try:
+                async with self.write() as s:
+                    return await work(s)
+            except IntegrityError as exc:
+                if attempt >= UNIQUE_RACE_ATTEMPTS or unique_violated(exc) not in constraints:
+                    raise
+            attempt += 1
+
     async def run_write(
         self,
         work: Callable[[Connection], T],
@@ -243,6 +271,32 @@ class Database:
             )
             self._sync_thread.shutdown(wait=True)
             self._sync_thread = None
+
+
+_SQLITE_UNIQUE_FAILED = "UNIQUE constraint failed: "
+
+
+def unique_violated(exc: IntegrityError) -> str | None:
+    """The unique constraint `exc` reports breaking, or None when it is another integrity error.
+
+    The name is PostgreSQL's, which follows the schema's naming convention,
+    `uq_<table>_<column>_<column>…` (`neens.store.models.NAMING_CONVENTION`). SQLite reports the
+    columns instead ("UNIQUE constraint failed: datasets.project_id, datasets.name"), which
+    name the same constraint by that convention.
+    """
+    orig = exc.orig
+    if getattr(orig, "sqlstate", None) == "23505":  # psycopg's UniqueViolation
+        name = getattr(getattr(orig, "diag", None), "constraint_name", None)
+        return name if isinstance(name, str) else None
+    message = str(orig)
+    if not isinstance(orig, sqlite3.IntegrityError) or not message.startswith(
+        _SQLITE_UNIQUE_FAILED
+    ):
+        return None
+    columns = [c.strip().split(".", 1) for c in message[len(_SQLITE_UNIQUE_FAILED) :].split(",")]
+    if any(len(c) != 2 or c[0] != columns[0][0] for c in columns):
+        return None
+    return "_".join(["uq", columns[0][0], *(c[1] for c in columns)])
 
 
 def upsert_insert(session: AsyncSession, table: Any) -> Any:

@@ -7,10 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.errors import Conflict, Unprocessable
-from neens.store.db import Database
+from neens.store.db import Database, unique_violated
 from neens.store.ids import new_id
 from neens.store.models import Judge
 from neens.store.tenancy import JUDGE, in_project, owned, owned_by
@@ -18,6 +19,8 @@ from neens.store.tenancy import JUDGE, in_project, owned, owned_by
 PRIMARY_SCORE = "Primary Score"
 SIMILARITY_JUDGE = "Expected-output similarity"
 SCOREABLE = ("managed", "llm_prompt", "composite")
+NAME_UNIQUE = "uq_judges_project_id_name"
+"""The constraint that keeps judge names unique in a project (`Database.write_unique`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +78,20 @@ async def ensure_primary(s: AsyncSession, project_id: str) -> str:
         config={"components": [{"judgeId": similarity.id, "weight": 1.0}]},
         is_primary=True,
     )
-    s.add_all([similarity, primary_row])
-    await s.flush()
+    try:
+        async with s.begin_nested():
+            s.add_all([similarity, primary_row])
+    except IntegrityError as exc:
+        # Another transaction made the project's Primary Score first (PostgreSQL: this insert
+        # waited for it to commit): use that one.
+        if unique_violated(exc) != NAME_UNIQUE:
+            raise
+        primary = await s.scalar(
+            select(Judge.id).where(owned_by(Judge, project_id), Judge.is_primary.is_(True))
+        )
+        if primary is None:
+            raise
+        return primary
     return primary_row.id
 
 
@@ -91,7 +106,8 @@ async def create_judge(
     enabled: bool,
     score_production: bool,
 ) -> JudgeInfo:
-    async with db.write() as s:
+
+    async def work(s: AsyncSession) -> Judge:
         await ensure_primary(s, project_id)
         if await s.scalar(select(Judge.id).where(owned_by(Judge, project_id), Judge.name == name)):
             raise Conflict(f"a judge named {name!r} already exists", field="name")
@@ -108,6 +124,9 @@ async def create_judge(
             score_production=score_production,
         )
         s.add(row)
+        return row
+
+    row = await db.write_unique(work, NAME_UNIQUE)
     db.memo_forget("production-judges", project_id)
     return _info(row)
 

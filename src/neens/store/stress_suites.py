@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.domain.failure_modes import Confirmation, suite_content
 from neens.errors import Unprocessable
-from neens.store.datasets import NewItem, add_dataset, add_version
+from neens.store.datasets import DATASET_NAME_UNIQUE, NewItem, add_dataset, add_version
 from neens.store.db import Database
 from neens.store.ids import new_id
 from neens.store.models import FailureMode, FailureModeAnnotation, StressTestSuite, TraceSession
@@ -102,7 +102,8 @@ async def create_suite(
     """Freeze the sessions confirmed in `failure_mode_ids` as a new golden version of
     `dataset_id`, or of a new dataset named `name`; all or nothing."""
     suite_id = new_id("sts_")
-    async with db.write() as s:
+
+    async def work(s: AsyncSession) -> StressTestSuite:
         await _modes(s, project_id, failure_mode_ids)
         if dataset_id is not None:
             dataset = await owned(
@@ -144,7 +145,9 @@ async def create_suite(
             skipped=[{"sessionId": k.session_id, "reason": k.reason} for k in content.skipped],
         )
         s.add(row)
-    return _info(row)
+        return row
+
+    return _info(await db.write_unique(work, DATASET_NAME_UNIQUE))
 
 
 async def get_suite(db: Database, project_id: str, suite_id: str) -> SuiteInfo:
