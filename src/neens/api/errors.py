@@ -8,8 +8,9 @@ unexpected failure (500) carries `errorId`, the id its traceback is logged under
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -19,6 +20,7 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from neens.domain.storable import unstorable_text_reason
 from neens.errors import NeensError
 
 HTTP_CODES = {
@@ -88,36 +90,82 @@ def error_body(code: str, message: str, field: str | None = None) -> dict[str, A
     return {"error": error}
 
 
-def field_path(loc: Sequence[Any], body: Any = None) -> str:
+_NO_BODY: Any = object()
+"""`field_path`'s body when there is none to walk (a query, path or header parameter)."""
+
+_UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
+
+_BRANCH_SPELLING: Final = re.compile(
+    r"none|str|int|float|bool|bytes|url|constrained-str|[a-z][a-z-]*\[.*\]", re.DOTALL
+)
+"""How pydantic names the branch of a union it tried: `none`, `str`, `constrained-str`,
+`function-after[check(), dict[str,str]]`, `list[ComponentIn]` (only looked at when there is no
+body to tell a branch from a field)."""
+
+
+def field_path(loc: Sequence[Any], body: Any = _NO_BODY, *, kind: str | None = None) -> str:
     """pydantic's location tuple as a path a person reads: `items[3].input`.
 
-    A tagged union adds the tag to the location (`managed.check`); walking the request body
-    alongside tells a tag (not a key of the object, but its `type` value) from a field name.
+    A union adds the branch it tried to the location: its tag for a tagged union
+    (`managed.check`), else the branch's schema (`name.function-after[…]`, `name.none`,
+    `components.list[ComponentIn][0]`). Walking the request body alongside tells a branch from
+    a field: a field is a key of the object it is in (or, for a `missing` error, the last part),
+    an index is a position in a list, and anything else is a branch, left out. Without a body
+    (a parameter), a part after the first that is spelled as pydantic names a branch is left
+    out. `kind` is the error's type.
     """
+    return _render(_located(loc, body, kind)[0])
+
+
+def _located(loc: Sequence[Any], body: Any, kind: str | None) -> tuple[list[Any], Any]:
+    """`field_path`'s parts, and the value of the body they lead to (`_NO_BODY` without one)."""
+    rest = list(loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)
+    if kind == "none_required" and rest and rest[-1] == "none" and len(rest) > 1:
+        rest.pop()  # the None branch of an optional union, even when the object has a "none" key
     parts: list[Any] = []
-    current = body
-    for part in loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc:
-        if (
-            isinstance(current, dict)
-            and isinstance(part, str)
-            and part not in current
-            and part in current.values()
-        ):
-            continue
-        parts.append(part)
-        if isinstance(current, dict):
-            current = current.get(part)
-        elif isinstance(current, list) and isinstance(part, int) and part < len(current):
-            current = current[part]
-        else:
-            current = None
+    current = _NO_BODY if body is None else body
+    for index, part in enumerate(rest):
+        if current is _NO_BODY:
+            if not (parts and isinstance(part, str) and _BRANCH_SPELLING.fullmatch(part)):
+                parts.append(part)
+        elif isinstance(current, dict) and isinstance(part, str):
+            if part not in current and "\ufffd" in part:
+                part = _key_sent(current, part)
+            if part in current:
+                parts.append(part)
+                current = current[part]
+            elif kind == "missing" and index == len(rest) - 1:
+                parts.append(part)
+            # Else a tagged union's tag (a value of the object) or a branch: left out.
+        elif isinstance(part, int):
+            parts.append(part)
+            in_list = isinstance(current, list) and 0 <= part < len(current)
+            current = current[part] if in_list else None
+        # Else the branch tried for a list or a scalar: left out.
+    return parts, current
+
+
+def _render(parts: Sequence[Any]) -> str:
     out = ""
     for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            text = str(part)
+            if _UNSTORABLE.search(text):  # a key sent with one: escaped, so the answer encodes
+                text = ascii(text)[1:-1]
+            out += f".{text}" if out else text
     return out
+
+
+def _key_sent(obj: dict[Any, Any], located: str) -> str:
+    """The key of `obj` that pydantic located as `located`: it spells a key holding a lone
+    surrogate with U+FFFD, as UTF-8 decoding with replacement does."""
+    for key in obj:
+        if isinstance(key, str) and _UNSTORABLE.search(key):
+            if key.encode("utf-8", "surrogatepass").decode("utf-8", "replace") == located:
+                return key
+    return located
 
 
 def _validation_message(err: dict[str, Any], path: str) -> str:
@@ -131,9 +179,25 @@ def _validation_message(err: dict[str, Any], path: str) -> str:
     ctx = err.get("ctx")
     if kind == "value_error" and isinstance(ctx, dict) and "error" in ctx:
         message = str(ctx["error"])  # our own validators' words, without pydantic's prefix
+    elif kind == "string_unicode":
+        # A lone surrogate in a constrained string, refused before our own check sees it (or,
+        # located at the object, in an unknown key of it).
+        message = unstorable_text_reason(err.get("input")) or str(err.get("msg", "is invalid"))
+    elif kind in ("too_short", "too_long") and isinstance(err.get("input"), str):
+        # A length check pydantic applied after a validator words it for any sized value.
+        message = _string_length_message(kind, ctx)
     else:
         message = str(err.get("msg", "is invalid"))
     return f"{path}: {message}" if path else message
+
+
+def _string_length_message(kind: str, ctx: Any) -> str:
+    key = "min_length" if kind == "too_short" else "max_length"
+    bound = ctx.get(key) if isinstance(ctx, dict) else None
+    if not isinstance(bound, int):
+        return "String is too short" if kind == "too_short" else "String is too long"
+    side = "at least" if kind == "too_short" else "at most"
+    return f"String should have {side} {bound} character{'' if bound == 1 else 's'}"
 
 
 def _json_position_message(err: dict[str, Any], doc: Any) -> str:
@@ -167,8 +231,19 @@ def _required_fields(request: Request) -> list[str]:
 def _problem(err: dict[str, Any], body: Any) -> tuple[str, str]:
     """One validation error as (field, message)."""
     loc = err.get("loc", ())
-    path = field_path(loc, body if loc and loc[0] == "body" else None)
-    if err.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+    kind = err.get("type")
+    parts, current = _located(loc, body if loc and loc[0] == "body" else _NO_BODY, kind)
+    key = err.get("input")
+    if (
+        kind == "string_unicode"
+        and isinstance(key, str)
+        and isinstance(current, dict)
+        and key in current
+    ):
+        # pydantic locates an unknown key it cannot read at the object that has it: name the key.
+        parts = [*parts, key]
+    path = _render(parts)
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
         ctx = err.get("ctx")
         tag = str(ctx.get("discriminator", "") if isinstance(ctx, dict) else "").strip("'")
         path = f"{path}.{tag}" if path else tag
@@ -198,20 +273,46 @@ def validation_error_body(
 def problems_body(errors: Sequence[Any], body: Any) -> dict[str, Any]:
     """The 422 error body of a request body's validation errors (pydantic's `errors()`, located
     under `body`): every problem with its field; `field` is the first one's."""
-    problems = [_problem(err, body) for err in errors[:MAX_LISTED_PROBLEMS]]
+    problems = _merged_problems(errors, body)
     message = "; ".join(message for _, message in problems[:MAX_PROBLEMS_IN_MESSAGE])
-    if len(errors) > MAX_PROBLEMS_IN_MESSAGE:
-        listed = min(len(errors), MAX_LISTED_PROBLEMS)
+    if len(problems) > MAX_PROBLEMS_IN_MESSAGE:
+        listed = min(len(problems), MAX_LISTED_PROBLEMS)
         message += (
-            f"; and {len(errors) - MAX_PROBLEMS_IN_MESSAGE} more problems "
-            f"({listed} of {len(errors)} listed in errors)"
+            f"; and {len(problems) - MAX_PROBLEMS_IN_MESSAGE} more problems "
+            f"({listed} of {len(problems)} listed in errors)"
         )
     out = error_body(HTTP_CODES[422], message, problems[0][0] or None)
     if len(problems) > 1:
         out["error"]["errors"] = [
-            {"field": field or None, "message": message} for field, message in problems
+            {"field": field or None, "message": message}
+            for field, message in problems[:MAX_LISTED_PROBLEMS]
         ]
     return out
+
+
+def _merged_problems(errors: Sequence[Any], body: Any) -> list[tuple[str, str]]:
+    """Each problem once: a field that fails every branch of an optional union (`X | None`) is
+    reported by its other branch's message alone, not also with "Input should be None", and a
+    problem pydantic reports twice (once per branch tried) is listed once."""
+    located = [(err.get("type"), _problem(err, body)) for err in errors]
+    if not located:
+        return [("", "invalid request")]
+    others = [problem[0] for kind, problem in located if kind != "none_required"]
+    problems: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for kind, problem in located:
+        if (kind == "none_required" and _within_any(problem[0], others)) or problem in seen:
+            continue
+        seen.add(problem)
+        problems.append(problem)
+    return problems
+
+
+def _within_any(path: str, others: list[str]) -> bool:
+    """Whether another problem is at `path` or inside it (`components[0].judgeId`)."""
+    return any(
+        other == path or other.startswith((f"{path}.", f"{path}[")) or not path for other in others
+    )
 
 
 _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")

@@ -61,14 +61,17 @@ class ConnectionCreate(_CamelRequest):
 class ConnectionUpdate(_CamelRequest):
     """Fields to change; runs already created keep the model they copied."""
 
-    name: Annotated[StorableStr, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = None
+    # Plain `str` inside the unions: the constraints then apply to the string itself (a
+    # validator in front would word them for any sized value); `RequestBody` checks that the
+    # text is storable.
+    name: Annotated[str, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = None
     """A new name, unique within the project."""
     url: HttpUrl | SkipJsonSchema[None] = None
     """A new endpoint URL. Unless `headers` is given too, the stored headers are dropped (they
     were meant for the old URL); the response lists them in `droppedHeaderNames`."""
     model: StorableStr | None = Field(default=None, max_length=500)
     """A new model (affects runs created from now on); null clears it."""
-    provider: Annotated[StorableStr, Field(max_length=100)] | SkipJsonSchema[None] = None
+    provider: Annotated[str, Field(max_length=100)] | SkipJsonSchema[None] = None
     """A new provider."""
     request_format: RequestFormat | SkipJsonSchema[None] = None
     """A new request format."""
