@@ -71,3 +71,21 @@ async def test_healthz_answers_without_a_key(client: httpx.AsyncClient, dialect:
     assert r.status_code == 200
     assert r.json()["status"] == "ok"
     assert r.json()["database"] == dialect
+
+
+async def test_two_authorization_headers_are_401_whichever_keys_they_hold(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, admin_key: CreatedKey
+) -> None:
+    """A proxy adding its own header must not decide, by header order, which project a
+    request reads: two headers are refused, even two copies of one valid key."""
+    for pair in ((ingest_key, admin_key), (admin_key, ingest_key), (admin_key, admin_key)):
+        headers = [("Authorization", f"Bearer {k.key}") for k in pair]
+        r = await client.get("/datasets", headers=headers)
+        assert r.status_code == 401, r.text
+        assert r.json()["error"] == {
+            "code": "not_authenticated",
+            "message": "2 Authorization headers: send exactly one, "
+            "'Authorization: Bearer nk_live_…'",
+            "field": "Authorization",
+        }
+    assert (await client.get("/datasets", headers=auth(admin_key))).status_code == 200

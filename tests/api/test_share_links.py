@@ -93,6 +93,9 @@ async def test_the_shared_decision_is_readable_with_no_key_and_redacted(
     secrets = ["msw-", "msa-", "ppr_", "conn_", "ds_", "dsv_", "jdg_", "nk_live_", agent_url,
                "question 0", "answer 0", ":dsi_"]  # fmt: skip
     assert [s for s in secrets if s in body] == [], "no id, prompt, answer, session or URL"
+    # A link pasted into chat or mail gains parameters on the way; they change nothing.
+    tagged = await client.get(f"/share/{_token(link)}?utm_source=chat&utm_medium=x&ref=1")
+    assert tagged.status_code == 200 and tagged.json() == shared
     # Another key's request changes nothing; a made-up token is not found.
     assert (await client.get("/share/not-a-token")).status_code == 404
 
@@ -119,6 +122,21 @@ async def test_expired_revoked_and_turned_off_links_are_gone(
     off = await client.get(f"/share/{_token(live)}")
     assert off.status_code == 410 and "turned off" in off.json()["error"]["message"]
     assert (await _link(client, admin_key, sweep["id"])).status_code == 403
+    # Turning sharing off pauses links; on again, those neither expired nor revoked come back
+    # (docs/decisions.md: revoke a link to end it for good).
+    await _enable(client, admin_key)
+    assert (await client.get(f"/share/{_token(live)}")).status_code == 200
+    for ended in (expiring, revoked):
+        assert (await client.get(f"/share/{_token(ended)}")).status_code == 410
+
+
+async def test_the_public_link_is_documented_as_open_with_its_410(
+    client: httpx.AsyncClient,
+) -> None:
+    operation = (await client.get("/openapi.json")).json()["paths"]["/share/{token}"]["get"]
+    assert "security" not in operation, "the link needs no key"
+    assert {"200", "404", "410"} <= operation["responses"].keys()
+    assert not {"401", "403"} & operation["responses"].keys()
 
 
 async def test_a_void_sweeps_share_shows_the_void_not_a_comparison(

@@ -177,6 +177,80 @@ async def test_corrupt_gzip_is_a_400(client: httpx.AsyncClient, ingest_key: Crea
     assert r.status_code == 400
 
 
+async def test_every_member_of_a_gzip_body_is_read_and_trailing_data_is_refused(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    """RFC 1952 lets a gzip body hold several members (`cat a.gz b.gz`): each is read; zero
+    padding after the last is allowed, anything else refused, so no span is acknowledged
+    unread."""
+    (first, spans_1), (second, spans_2) = agent_trace(), agent_trace()
+    body = gzip.compress(export_request(spans_1).SerializeToString()) + gzip.compress(
+        export_request(spans_2).SerializeToString()
+    )
+    r = await _export(client, ingest_key, body + b"\x00" * 8, **{"Content-Encoding": "gzip"})
+    assert r.status_code == 200, r.text
+    for tid in (first, second):
+        r = await client.get(f"/sessions/{tid.hex()}", headers=auth(ingest_key))
+        assert r.status_code == 200 and r.json()["spanCount"] == 5
+
+    third, spans_3 = agent_trace()
+    one = gzip.compress(export_request(spans_3).SerializeToString())
+    for trailing in (b"\x00\x01garbage", gzip.compress(b"x")[:-4]):
+        r = await _export(client, ingest_key, one + trailing, **{"Content-Encoding": "gzip"})
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["field"] == "Content-Encoding"
+    r = await client.get(f"/sessions/{third.hex()}", headers=auth(ingest_key))
+    assert r.status_code == 404
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br", "deflate"])
+async def test_a_json_route_refuses_an_encoded_body_instead_of_misreading_it(
+    client: httpx.AsyncClient, admin_key: CreatedKey, encoding: str
+) -> None:
+    """Only the OTLP receivers decode a body; elsewhere a Content-Encoding is a 415 naming it,
+    whether the body really is encoded (it would be read as bad JSON) or not (it would be taken
+    as it is)."""
+    plain = json.dumps({"name": f"encoded-{encoding}"}).encode()
+    for body in (plain, gzip.compress(plain)):
+        r = await client.post(
+            "/datasets",
+            content=body,
+            headers={
+                **auth(admin_key),
+                "Content-Type": "application/json",
+                "Content-Encoding": encoding,
+            },
+        )
+        assert r.status_code == 415, r.text
+        assert r.json()["error"]["field"] == "Content-Encoding"
+    listed = await client.get("/datasets", headers=auth(admin_key))
+    assert f"encoded-{encoding}" not in {d["name"] for d in listed.json()["datasets"]}
+    identity = await client.post(
+        "/datasets",
+        content=plain,
+        headers={
+            **auth(admin_key),
+            "Content-Type": "application/json",
+            "Content-Encoding": "identity",
+        },
+    )
+    assert identity.status_code == 201, identity.text
+
+
+async def test_a_base_url_ending_in_a_slash_still_reaches_the_receiver(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    """`${NEENS_BASE_URL}/v1/traces` with `NEENS_BASE_URL=http://host/` is `//v1/traces`; an
+    exporter only logs a 404, so every span would be lost. Repeated slashes are merged."""
+    tid, spans = agent_trace()
+    body = export_request(spans).SerializeToString()
+    base = str(client.base_url).rstrip("/") + "/"  # as a user's NEENS_BASE_URL may end
+    r = await client.post(f"{base}/v1/traces", content=body, headers={**auth(ingest_key), **PROTO})
+    assert r.status_code == 200, r.text
+    r = await client.get(f"{base}/sessions//{tid.hex()}", headers=auth(ingest_key))
+    assert r.status_code == 200 and r.json()["spanCount"] == 5
+
+
 async def test_the_receiver_needs_a_key(client: httpx.AsyncClient) -> None:
     _, spans = agent_trace()
     r = await client.post(

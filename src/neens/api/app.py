@@ -20,8 +20,10 @@ from neens.api.errors import install_error_handlers
 from neens.api.guards import require_json_content_type, require_known_query_parameters
 from neens.api.middleware import (
     BodyLimitMiddleware,
+    ContentEncodingMiddleware,
     ErrorEnvelopeMiddleware,
     JsonDepthMiddleware,
+    MergeSlashesMiddleware,
     UnstorableParameterMiddleware,
 )
 from neens.api.openapi import install_openapi
@@ -179,7 +181,9 @@ def create_app(
     app.mount("/ui", create_web_app(app.state))
     # Innermost first: each add wraps the ones before it.
     app.add_middleware(JsonDepthMiddleware, own_decoders=frozenset({"/v1/traces"}))
+    app.add_middleware(ContentEncodingMiddleware, decoders=frozenset({"/v1/traces", "/v1/logs"}))
     app.add_middleware(UnstorableParameterMiddleware, pages=PAGES)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(ErrorEnvelopeMiddleware)
+    app.add_middleware(MergeSlashesMiddleware)
     return app

@@ -43,7 +43,15 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
 async def bearer_key(request: Request) -> str:
-    header = request.headers.get("authorization")
+    headers = request.headers.getlist("authorization")
+    if len(headers) > 1:
+        # Which one a proxy or client meant is not for the server to guess.
+        raise NotAuthenticated(
+            f"{len(headers)} Authorization headers: send exactly one, "
+            "'Authorization: Bearer nk_live_…'",
+            field="Authorization",
+        )
+    header = headers[0] if headers else None
     if not header:
         raise NotAuthenticated(
             "missing Authorization header: send 'Authorization: Bearer nk_live_…'",

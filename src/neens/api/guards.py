@@ -58,6 +58,11 @@ def _declared_query(dependant: Dependant) -> dict[str, bool]:
     return names
 
 
+PUBLIC_LINKS = frozenset({"/share/{token}"})
+"""Routes reached by a link people paste into chats and mail, which often gains parameters on
+the way (`?utm_source=…`): these read no parameter and ignore any they are given."""
+
+
 async def require_known_query_parameters(request: Request) -> None:
     """A query parameter the route does not read, or one given twice that holds one value, is a
     422 naming it, as an unknown body field is.
@@ -65,8 +70,9 @@ async def require_known_query_parameters(request: Request) -> None:
     Otherwise FastAPI keeps the last of repeated values, and a misspelt filter (`?agent=` for
     `?agent_name=`) silently answers everything.
     """
-    dependant = getattr(request.scope.get("route"), "dependant", None)
-    if not isinstance(dependant, Dependant):
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if not isinstance(dependant, Dependant) or getattr(route, "path", None) in PUBLIC_LINKS:
         return
     known = _declared_query(dependant)
     seen: set[str] = set()

@@ -31,7 +31,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from neens.api.body import too_large
 from neens.api.errors import error_body
 from neens.api.guards import is_json_media_type
-from neens.errors import InvalidInput, NeensError, NotFound, PayloadTooLarge, Unprocessable
+from neens.errors import (
+    InvalidInput,
+    NeensError,
+    NotFound,
+    PayloadTooLarge,
+    Unprocessable,
+    UnsupportedMediaType,
+)
 from neens.web.fallback import fallback_page, is_page_path
 
 log = logging.getLogger("neens.api")
@@ -69,6 +76,26 @@ class HttpMiddleware:
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         raise NotImplementedError
+
+
+_REPEATED_SLASHES = re.compile("//+")
+_REPEATED_SLASHES_RAW = re.compile(b"//+")
+
+
+class MergeSlashesMiddleware(HttpMiddleware):
+    """A path with repeated slashes is the path with single ones, as web servers merge them:
+    `NEENS_BASE_URL=http://host/` followed by `/v1/traces` makes `//v1/traces`, which would
+    otherwise be a 404 an OpenTelemetry exporter only logs, losing every span."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        if "//" in path:
+            scope = {
+                **scope,
+                "path": _REPEATED_SLASHES.sub("/", path),
+                "raw_path": _REPEATED_SLASHES_RAW.sub(b"/", scope.get("raw_path") or b""),
+            }
+        await self.app(scope, receive, send)
 
 
 class ErrorEnvelopeMiddleware(HttpMiddleware):
@@ -227,6 +254,30 @@ class JsonDepthMiddleware(HttpMiddleware):
             await send_error(error, scope, receive, send)
             return
         await self.app(scope, _replay({"type": "http.request", "body": body}, receive), send)
+
+
+class ContentEncodingMiddleware(HttpMiddleware):
+    """A body with a Content-Encoding is a 415 naming the header, except on the paths in
+    `decoders`, which decode their own (OTLP, gzip): elsewhere an encoded body would be read as
+    if it were not, and a plain body labelled gzip would be taken as it is."""
+
+    def __init__(self, app: ASGIApp, *, decoders: frozenset[str]) -> None:
+        super().__init__(app)
+        self.decoders = decoders
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        encoding = headers.get("content-encoding", "identity").strip().lower()
+        has_body = headers.get("content-length", "0") != "0" or "transfer-encoding" in headers
+        if encoding in ("", "identity") or not has_body or scope["path"] in self.decoders:
+            await self.app(scope, receive, send)
+            return
+        error = UnsupportedMediaType(
+            f"Content-Encoding {encoding!r} is not read here: send the body unencoded (only "
+            f"{', '.join(sorted(self.decoders))} read gzip)",
+            field="Content-Encoding",
+        )
+        await send_error(error, scope, receive, send)
 
 
 def _replay(first: Message, receive: Receive) -> Receive:

@@ -16,6 +16,8 @@ from neens.api.errors import ErrorEnvelope
 SECURITY_SCHEME = "apiKey"
 OPEN_TAGS = frozenset({"health"})
 """Operations with these tags take no key (the index and `/healthz`); every other one does."""
+OPEN_OPERATIONS = frozenset({"share_links-shared"})
+"""Operations that take no key though their tag's others do (`GET /share/{token}`)."""
 _ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
 _WHEN = {
     "400": "The body cannot be decoded: malformed JSON (with its position), protobuf or gzip, "
@@ -38,7 +40,7 @@ def _error_statuses(method: str, operation: dict[str, Any], needs_key: bool) -> 
         statuses += ["400", "413", "415"]
     if needs_key:
         statuses += ["401", "403"]
-    if needs_key and (has_params or has_body):
+    if has_params or has_body:
         statuses.append("404")
     if needs_key and method in ("post", "put", "patch", "delete"):
         statuses.append("409")
@@ -65,7 +67,10 @@ def document_errors(schema: dict[str, Any]) -> None:
     }
     for operations in schema.get("paths", {}).values():
         for method, operation in operations.items():
-            needs_key = not OPEN_TAGS.intersection(operation.get("tags", ()))
+            needs_key = not (
+                OPEN_TAGS.intersection(operation.get("tags", ()))
+                or operation.get("operationId") in OPEN_OPERATIONS
+            )
             if needs_key:
                 operation.setdefault("security", [{SECURITY_SCHEME: []}])
             responses = operation.setdefault("responses", {})

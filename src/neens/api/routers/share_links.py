@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from neens.api.deps import AdminKey, AnyKey, DbDep, SettingsDep
+from neens.api.errors import ErrorEnvelope
 from neens.api.schemas.share import (
     ShareLinkIn,
     ShareLinkList,
@@ -77,7 +78,16 @@ async def revoke_link(link_id: str, principal: AnyKey, db: DbDep) -> ShareLinkOu
     return _out(await store.revoke_link(db, principal.project_id, link_id))
 
 
-@router.get("/share/{token}", operation_id="share_links-shared")
+@router.get(
+    "/share/{token}",
+    operation_id="share_links-shared",
+    responses={
+        410: {
+            "model": ErrorEnvelope,
+            "description": "The link expired, was revoked, or its agent turned sharing off.",
+        }
+    },
+)
 async def shared(token: str, db: DbDep) -> dict[str, Any]:
     """What a share link shows, with no key: read-only and redacted (docs/decisions.md lists
     what is kept). 404 for a link Neens never made; 410 once expired, revoked or turned off."""
