@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -68,17 +69,41 @@ def test_pushing_a_jsonl_file_creates_the_dataset_and_a_golden_version(
     assert items[1]["metadata"] == {"source": "ticket-4411"}
 
 
-def test_a_file_the_server_refuses_names_the_line_and_stores_nothing(
+def test_text_the_server_cannot_store_names_the_line_and_creates_nothing(
     live_server: LiveServer, key: CreatedKey, tmp_path: Path
 ) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"input": "fine"}\n{"input": "nul \\u0000 here"}\n', encoding="utf-8")
     result = push(live_server, key, str(bad), "--name", "ds")
     assert result.returncode == 2
-    assert "bad.jsonl:2" in result.stderr
+    assert result.stderr == (
+        f"neens: error: {bad}:2: input: contains a NUL character (\\x00) at offset 4; Neens "
+        f"cannot store it, remove it\n"
+    )
     headers = {"Authorization": f"Bearer {key.key}"}
     listed = httpx.get(f"{live_server.url}/datasets", headers=headers).json()["datasets"]
-    assert all(d["versionCount"] == 0 for d in listed)
+    assert listed == []  # checked before anything was sent: not even an empty dataset
+
+
+def test_a_file_over_the_servers_size_limit_exits_2_at_once_saying_so(
+    live_server: LiveServer, key: CreatedKey, tmp_path: Path
+) -> None:
+    big = tmp_path / "big.jsonl"
+    line = json.dumps({"input": "x" * 900_000})
+    big.write_text("\n".join([line] * 20) + "\n", encoding="utf-8")  # 18 MB, over 16 MiB
+
+    started = time.monotonic()
+    result = push(live_server, key, str(big), "--name", "big")
+
+    assert result.returncode == 2, result.stderr
+    assert time.monotonic() - started < 20  # not retried for the whole window
+    assert result.stderr.startswith(
+        f"neens: error: {big}: the upload is 18.0 MB, over the server's request size limit "
+        f"(NEENS_MAX_REQUEST_BYTES, 16 MiB by default) [HTTP 413 payload_too_large]; "
+    )
+    assert "split the file" in result.stderr
+    assert "created by this push, has no version yet" in result.stderr
+    assert "could not reach" not in result.stderr
 
 
 def test_a_revoked_or_wrong_key_exits_2(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -349,6 +350,60 @@ def test_items_whose_command_fails_or_times_out_are_recorded_as_errors_and_the_r
     assert again.code == 0, again.stderr
     assert len(neens.invocations()) == before
     assert "nothing to run" in again.stderr
+
+
+# --- interrupted ------------------------------------------------------------------------------
+
+# Takes a second to stop on SIGTERM, so while one is being stopped the other's worker is free:
+# it must find nothing to start.
+SLOW_AGENT = """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1), sys.exit(143)))
+with open(os.environ["STARTED_LOG"], "a", encoding="utf-8") as log:
+    log.write(os.environ["NEENS_ITEM_INPUT"] + "\\n")
+time.sleep(20)
+"""
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_an_interrupt_stops_the_running_command_and_starts_no_other(
+    neens: Neens, tmp_path: Path, signal_name: str
+) -> None:
+    dataset = neens.golden()
+    agent = tmp_path / "slow_agent.py"
+    agent.write_text(SLOW_AGENT, encoding="utf-8")
+    started = tmp_path / "started.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "neens_eval", "eval", "run", "--create", "--dataset", dataset,
+         "--version-label", "v1", "--concurrency", "2", "--", sys.executable, str(agent)],
+        env=neens.env(STARTED_LOG=str(started)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+    def started_items() -> list[str]:
+        return started.read_text(encoding="utf-8").splitlines() if started.exists() else []
+
+    deadline = time.monotonic() + 60
+    while len(started_items()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(started_items()) == 2, "the first two items' commands never started"
+
+    interrupted = time.monotonic()
+    process.send_signal(getattr(signal, signal_name))
+    try:
+        _, stderr = process.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, stderr = process.communicate()
+        pytest.fail(f"still running 10 s after {signal_name}: {stderr}")
+
+    assert process.returncode == 130, stderr
+    assert time.monotonic() - interrupted < 8
+    assert "neens: interrupted" in stderr
+    time.sleep(0.5)
+    assert len(started_items()) == 2  # the third item's command never started
 
 
 # --- exit codes 2 and 3 -----------------------------------------------------------------------

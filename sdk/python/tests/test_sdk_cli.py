@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -116,6 +117,49 @@ def test_push_flags_default_to_off() -> None:
 def test_push_without_name_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["datasets", "push", "a.jsonl"]) == 2
     assert "--name" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "usage", "error"),
+    [
+        (["datasets", "push", "a.jsonl", "--name", "n", "--golde"],
+         "usage: neens datasets push FILE.jsonl",
+         "neens datasets push: error: unrecognized arguments: --golde (did you mean --golden?)"),
+        (["datasets", "push", "a.jsonl", "--nmae", "x"],
+         "usage: neens datasets push FILE.jsonl",
+         "neens datasets push: error: unrecognized arguments: --nmae (did you mean --name?)"),
+        (["eval", "run", "--create", "--datase", "d", "--version-label", "v", "--", "true"],
+         "usage: neens eval run ",
+         "neens eval run: error: unrecognized arguments: --datase (did you mean --dataset?)"),
+        (["sweep", "get", "swp_1", "--wai"],
+         "usage: neens sweep get ",
+         "neens sweep get: error: unrecognized arguments: --wai (did you mean --wait?)"),
+        (["--bogus"], "usage: neens [-h]", "neens: error: unrecognized arguments: --bogus"),
+    ],
+)  # fmt: skip
+def test_a_misspelt_flag_is_named_under_the_usage_of_its_command(
+    capsys: pytest.CaptureFixture[str], args: list[str], usage: str, error: str
+) -> None:
+    assert cli.main(args) == 2
+
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith(usage)
+    assert lines[-1] == error
+
+
+def test_no_parser_takes_an_abbreviated_flag() -> None:
+    parsers = [cli.build_parser()]
+    seen = 0
+    while parsers:
+        parser = parsers.pop()
+        seen += 1
+        assert parser.allow_abbrev is False, parser.prog
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+    assert seen > 10
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["datasets", "push", "a.jsonl", "--nam", "n"])
 
 
 def test_plugin_commands_run_and_their_errors_map_to_exit_codes(

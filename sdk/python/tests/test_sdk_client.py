@@ -7,6 +7,8 @@ written separately.
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 
@@ -15,7 +17,14 @@ from neens.demo.endpoints import Reply, Scripted, serve
 
 import neens_eval
 from neens_eval.client import Client, RetryNotice, RetryPolicy
-from neens_eval.errors import ApiError, AuthError, ConfigError, NeensClientError, Unreachable
+from neens_eval.errors import (
+    ApiError,
+    AuthError,
+    BodyCutOff,
+    ConfigError,
+    NeensClientError,
+    Unreachable,
+)
 
 FAST = RetryPolicy(attempts=3, backoff=0.0)
 
@@ -208,10 +217,10 @@ def test_a_non_json_success_means_the_wrong_server(fake_neens: Scripted) -> None
 
 def test_from_env_reads_both_variables(fake_neens: Scripted) -> None:
     fake_neens.reply("GET", "/x", Reply(200, {"ok": True}))
-    client = Client.from_env({"NEENS_BASE_URL": fake_neens.url, "NEENS_API_KEY": " nk_1\n"})
+    client = Client.from_env({"NEENS_BASE_URL": fake_neens.url, "NEENS_API_KEY": " nk_live_1\n"})
 
     assert client.get("/x") == {"ok": True}
-    assert fake_neens.calls[0].headers["authorization"] == "Bearer nk_1"
+    assert fake_neens.calls[0].headers["authorization"] == "Bearer nk_live_1"
 
 
 @pytest.mark.parametrize(
@@ -224,6 +233,10 @@ def test_from_env_reads_both_variables(fake_neens: Scripted) -> None:
         ({"NEENS_BASE_URL": "127.0.0.1:8000", "NEENS_API_KEY": "k"}, "NEENS_BASE_URL"),
         ({"NEENS_BASE_URL": "http://127.0.0.1:80x", "NEENS_API_KEY": "k"}, "NEENS_BASE_URL"),
         ({"NEENS_BASE_URL": "http://h", "NEENS_API_KEY": "two words"}, "NEENS_API_KEY"),
+        ({"NEENS_BASE_URL": "http://h", "NEENS_API_KEY": "wrong"}, "NEENS_API_KEY"),
+        ({"NEENS_BASE_URL": "http://h", "NEENS_API_KEY": "nk_live_"}, "NEENS_API_KEY"),
+        ({"NEENS_BASE_URL": "http://h", "NEENS_API_KEY": "nk_live_…"}, "NEENS_API_KEY"),
+        ({"NEENS_BASE_URL": "http://h", "NEENS_API_KEY": "sk-proj-abc"}, "NEENS_API_KEY"),
     ],
 )
 def test_from_env_names_the_variable_to_fix(environ: dict[str, str], variable: str) -> None:
@@ -312,3 +325,93 @@ def test_the_retry_window_is_60_s_by_default_and_read_from_neens_retry_window() 
     assert Client.from_env({**env, "NEENS_RETRY_WINDOW": "0"}).retry.window_s == 0.0
     with pytest.raises(ConfigError, match=r"^NEENS_RETRY_WINDOW: 'soon' is not a number"):
         Client.from_env({**env, "NEENS_RETRY_WINDOW": "soon"})
+
+
+@pytest.mark.parametrize(
+    "key", ["wrong", "nk_test_abc", "nk_live_…", "nk_live_abc=", "nk_live_a.b"]
+)
+def test_a_key_not_shaped_like_a_neens_key_is_refused_without_being_shown(key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Client.from_env({"NEENS_BASE_URL": "http://127.0.0.1:1", "NEENS_API_KEY": key})
+
+    message = str(caught.value)
+    assert message.startswith("NEENS_API_KEY: this is not a Neens API key: keys look like nk_live_")
+    assert key not in message
+    assert caught.value.exit_code == 2
+
+
+def test_the_retry_message_names_the_flag_that_set_the_window(closed_port: int) -> None:
+    policy = FAST.with_window(0.0, "--retry-window")
+    client = Client(f"http://127.0.0.1:{closed_port}", "nk_live_x", retry=policy)
+
+    with pytest.raises(Unreachable, match=r"\(retries last 0 s, --retry-window changes it\)"):
+        client.get("/x")
+    client.retry = FAST
+    with pytest.raises(Unreachable, match=r"\(retries last 60 s, NEENS_RETRY_WINDOW changes it\)"):
+        client.get("/x")
+
+
+def _server_that_drops_the_body(answer: bytes) -> tuple[int, list[int], threading.Thread]:
+    """A loopback server that reads only the headers of each request, writes `answer` (maybe
+    nothing) and resets the connection, as a server refusing an oversized body does."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(5)
+    connections: list[int] = []
+
+    def serve() -> None:
+        with listener:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                connections.append(1)
+                with conn:
+                    received = b""
+                    while b"\r\n\r\n" not in received:
+                        received += conn.recv(65536)
+                    conn.sendall(answer)
+                    # Close with unread data: the kernel resets the connection.
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener.getsockname()[1], connections, thread
+
+
+BIG = {"items": [{"input": "x" * 1_000_000}] * 40}  # 40 MB: more than the socket buffers hold
+
+
+@pytest.mark.parametrize("method", ["post", "put"])
+def test_a_body_the_server_stops_reading_is_not_sent_again(method: str) -> None:
+    port, connections, _ = _server_that_drops_the_body(b"")
+    client = Client(f"http://127.0.0.1:{port}", "nk_live_x", retry=FAST)
+
+    with pytest.raises(BodyCutOff) as caught:
+        getattr(client, method)("/datasets/ds_1/versions", BIG)
+
+    assert len(connections) == 1
+    message = str(caught.value)
+    assert "closed the connection while receiving the body of" in message
+    assert "(40.0 MB;" in message
+    assert "NEENS_MAX_REQUEST_BYTES" in message
+    assert caught.value.exit_code == 3
+
+
+def test_an_answer_sent_before_the_body_was_read_is_reported() -> None:
+    body = b'{"error": {"code": "payload_too_large", "message": "request body is over the limit"}}'
+    answer = (
+        b"HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body
+    )
+    port, connections, _ = _server_that_drops_the_body(answer)
+    client = Client(f"http://127.0.0.1:{port}", "nk_live_x", retry=FAST)
+
+    with pytest.raises(ApiError) as caught:
+        client.post("/datasets/ds_1/versions", BIG)
+
+    assert (caught.value.status, caught.value.code) == (413, "payload_too_large")
+    assert caught.value.exit_code == 2
+    assert len(connections) == 1

@@ -14,6 +14,7 @@ import pytest
 from neens.demo.endpoints import Reply, Scripted
 
 from neens_eval import cli
+from neens_eval.client import Client
 from neens_eval.datasets import read_items
 from neens_eval.errors import ConfigError
 
@@ -315,8 +316,79 @@ def test_upload_meeting_a_gateway_error_exits_3(
 
     assert push(write(tmp_path, GOOD_LINES)) == 3
 
-    assert "may or may not have been applied" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "may or may not have been applied" in err
+    assert (
+        "check the versions of dataset support-golden (ds_1) (GET /datasets/ds_1/versions) "
+        "before pushing again" in err
+    )
     assert env.paths() == ["GET /datasets", "POST /datasets/ds_1/versions"]
+
+
+def test_an_interrupted_upload_says_to_check_the_versions_before_pushing_again(
+    tmp_path: Path,
+    env: Scripted,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    env.reply("GET", "/datasets", Reply(200, {"datasets": [DATASET]}))
+
+    def interrupted(self: Client, path: str, body: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Client, "post", interrupted)
+
+    assert push(write(tmp_path, GOOD_LINES)) == 130
+
+    err = capsys.readouterr().err
+    assert "neens: interrupted while uploading" in err
+    assert "the new version may or may not have been created; check the dataset's versions " in err
+    assert "(GET /datasets/ds_1/versions) before pushing again" in err
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"input": "a\\u0000b"}', "input: contains a NUL character (\\x00) at offset 1"),
+        ('{"input": "a", "expected_output": "\\ud83d"}',
+         "expected_output: contains a lone surrogate (\\ud83d) at offset 0"),
+        ('{"input": "a", "metadata": {"tags": ["ok", "\\u0000"]}}',
+         "metadata.tags[1]: contains a NUL character (\\x00) at offset 0"),
+        ('{"input": "a", "metadata": {"k\\u0000": 1}}',
+         'metadata key "k\\u0000": contains a NUL character (\\x00) at offset 1'),
+    ],
+)  # fmt: skip
+def test_text_the_server_cannot_store_is_refused_before_anything_is_sent(
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str], line: str, problem: str
+) -> None:
+    path = write(tmp_path, '{"input": "fine"}\n' + line + "\n")
+
+    assert push(path) == 2
+
+    assert capsys.readouterr().err == (
+        f"neens: error: {path}:2: {problem}; Neens cannot store it, remove it\n"
+    )
+    assert env.calls == []
+
+
+def test_a_413_on_the_upload_says_the_size_and_how_to_split(
+    tmp_path: Path, env: Scripted, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env.reply("GET", "/datasets", Reply(200, {"datasets": []}))
+    env.reply("POST", "/datasets", Reply(201, DATASET))
+    too_large = {"error": {"code": "payload_too_large", "message": "request body is over"}}
+    env.reply("POST", "/datasets/ds_1/versions", Reply(413, too_large))
+    path = write(tmp_path, json.dumps({"input": "x" * 2_500_000}) + "\n")
+
+    assert push(path) == 2
+
+    assert capsys.readouterr().err == (
+        f"neens: error: {path}: the upload is 2.5 MB, over the server's request size limit "
+        f"(NEENS_MAX_REQUEST_BYTES, 16 MiB by default) [HTTP 413 payload_too_large]; split the "
+        f"file into smaller datasets (each push sends one whole version in one request), or ask "
+        f"the server's operator to raise NEENS_MAX_REQUEST_BYTES; the dataset support-golden "
+        f"(ds_1), created by this push, has no version yet\n"
+    )
 
 
 def test_an_answer_of_the_wrong_shape_is_reported(

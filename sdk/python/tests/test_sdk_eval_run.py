@@ -661,3 +661,52 @@ def test_the_help_of_eval_run_lists_the_exit_codes(capsys: pytest.CaptureFixture
     for line in ("0  the gate passed", "1  the gate failed", "2  usage or configuration error",
                  "3  no verdict"):  # fmt: skip
         assert line in text
+
+
+def test_a_push_run_whose_every_item_failed_shows_the_servers_counts_and_the_errors(
+    env: Scripted, capsys: pytest.CaptureFixture[str]
+) -> None:
+    error = "every item failed: the agent endpoint produced no answer (see items)"
+    failed = {**run("failed", "push", error=7), "itemCount": 7, "error": error}
+    errored = [
+        item(0, "error", item_id=f"dsi_{i}", error=f"agent call {i} failed: connection refused")
+        for i in range(7)
+    ]
+    env.reply("GET", "/preprod-evals", Reply(200, {"runs": []}))
+    env.reply("POST", "/preprod-evals", Reply(201, {**run(mode="push", pending=7), "itemCount": 7}))
+    env.reply("GET", "/preprod-evals/ppr_1", Reply(200, failed))
+    env.reply("GET", "/preprod-evals/ppr_1/items", Reply(200, {"items": errored}))
+    env.reply("GET", "/preprod-evals/ppr_1/gate", Reply(200, gate(False)))
+    env.reply("GET", "/preprod-evals/ppr_1/comparison", Reply(200, COMPARISON))
+    env.reply("GET", "/preprod-evals/ppr_1/metrics", Reply(200, {"metrics": []}))
+
+    code = cli.main(
+        ["eval", "push", "--dataset", "ds_1", "--version-label", "v1",
+         "--agent-connection", "conn_1"]
+    )  # fmt: skip
+
+    assert code == 1
+    out = capsys.readouterr()
+    # What the server counts: nothing captured or scored, every item in error.
+    assert "neens: ppr_1 failed: 0/7 captured, 0/7 scored, 7 errors" in out.err
+    err = out.out  # the summary
+    assert f"  run error: {error}\n" in err
+    assert "  item errors (7):\n" in err
+    assert '    - dsi_0 "Where is order 17?": agent call 0 failed: connection refused\n' in err
+    assert "agent call 4 failed" in err and "agent call 5 failed" not in err  # bounded
+    assert "    … and 2 more (see the run's items)\n" in err
+    assert f"  - the run failed: {error}\n" in err
+
+
+def test_the_retry_message_names_retry_window_when_the_flag_set_it(
+    monkeypatch: pytest.MonkeyPatch, closed_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("NEENS_BASE_URL", f"http://127.0.0.1:{closed_port}")
+    monkeypatch.setenv("NEENS_API_KEY", "nk_live_test")
+    monkeypatch.setenv("NEENS_RETRY_WINDOW", "30")
+
+    assert cli.main(["eval", "push", "--run-id", "ppr_1", "--retry-window", "0"]) == 3
+
+    err = capsys.readouterr().err
+    assert "(retries last 0 s, --retry-window changes it)" in err
+    assert "NEENS_RETRY_WINDOW" not in err

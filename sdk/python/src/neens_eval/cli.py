@@ -21,11 +21,12 @@ cannot replace them (argparse refuses the duplicate name and the plugin is skipp
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
-from typing import TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 from neens_eval import __version__, datasets, eval_run, sweep, verify_cli
 from neens_eval.errors import EXIT_USAGE, NeensClientError
@@ -58,8 +59,71 @@ def build_parser(*, with_plugins: bool = True) -> argparse.ArgumentParser:
     return _build(with_plugins=with_plugins)[0]
 
 
+class Parser(argparse.ArgumentParser):
+    """The parser of `neens` and of every group and command under it (plugins' included, as
+    `add_subparsers` builds the parsers with the class of its parent).
+
+    Three differences from argparse's defaults, so a typo is never taken for something else:
+    a flag must be spelled out (`--golde` is not `--golden`); an unknown flag after a command is
+    reported by that command, with its usage line rather than the top-level one; and an unknown
+    flag is named even when a required one is then missing (`--nmae x` is a misspelt `--name`).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        self._parsing: list[str] = []
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._parsing = list(sys.argv[1:] if args is None else args)
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            # A command's parser is run by its group's with parse_known_args, which would hand
+            # the leftovers up to `neens` itself: refuse them here, under this command's usage.
+            unknown = self._unknown_flags() or extras
+            self.error(f"unrecognized arguments: {' '.join(unknown)}{self._did_you_mean(unknown)}")
+        return parsed, extras
+
+    def error(self, message: str) -> NoReturn:
+        unknown = self._unknown_flags()
+        if unknown and not message.startswith("unrecognized arguments"):
+            # A misspelt flag usually also leaves a required one missing; the typo is the news.
+            message = f"unrecognized arguments: {' '.join(unknown)}{self._did_you_mean(unknown)}"
+        super().error(message)
+
+    def _unknown_flags(self) -> list[str]:
+        """The flags in the arguments being parsed that this parser does not know."""
+        unknown = []
+        for arg in self._parsing:
+            if arg == "--":
+                break
+            if (
+                len(arg) > 1
+                and arg[0] in self.prefix_chars
+                and not self._negative_number_matcher.match(arg)
+                and arg.split("=", 1)[0] not in self._option_string_actions
+            ):
+                unknown.append(arg)
+            elif arg in self._name_parser_map():
+                break  # what follows is a command's, which checks it itself
+        return unknown
+
+    def _name_parser_map(self) -> dict[str, argparse.ArgumentParser]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
+
+    def _did_you_mean(self, unknown: list[str]) -> str:
+        flags = [flag for flag in self._option_string_actions if flag.startswith("--")]
+        close = difflib.get_close_matches(unknown[0].split("=", 1)[0], flags, n=1)
+        return f" (did you mean {close[0]}?)" if close else ""
+
+
 def _build(*, with_plugins: bool) -> tuple[argparse.ArgumentParser, Subparsers]:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = Parser(
         prog="neens",
         description=(
             "Neens command line: push datasets, run evaluation gates, compare models with "

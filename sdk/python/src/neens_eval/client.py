@@ -9,6 +9,11 @@ whose connection drops afterwards, or that meets a 502/504 from a proxy is repor
 `Unreachable` with `maybe_applied` set, rather than risking a duplicate; the caller can look on
 the server for what it may have created once the server answers again.
 
+A request whose body the server stopped reading (it closed the connection while the body was
+still being sent, as it does early for a body over its size limit) is never sent again, whatever
+its method: the answer the server sent first (a 413) is read and reported when it can be, else
+`BodyCutOff` says what happened and how large the body was.
+
 Retries go on for a time window (`RetryPolicy.window_s`, 60 s by default, `NEENS_RETRY_WINDOW`
 to change it), with a backoff that doubles up to a cap, so a server restart or a short outage
 does not fail a CI job.
@@ -23,6 +28,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import ssl
 import time
 import urllib.error
@@ -34,12 +40,15 @@ from email.message import Message
 from typing import IO, Any
 
 from neens_eval import __version__
-from neens_eval.errors import ApiError, ConfigError, Unreachable
+from neens_eval.errors import ApiError, BodyCutOff, ConfigError, Unreachable
 
 BASE_URL_VAR = "NEENS_BASE_URL"
 API_KEY_VAR = "NEENS_API_KEY"
 RETRY_WINDOW_VAR = "NEENS_RETRY_WINDOW"
 RETRY_STATUSES = frozenset({502, 503, 504})
+API_KEY_PREFIX = "nk_live_"
+"""Every key Neens issues is this prefix followed by URL-safe characters (`neens keys create`)."""
+_API_KEY_SHAPE = re.compile(r"nk_live_[A-Za-z0-9_-]+")
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 
 Params = Mapping[str, str | int | bool | None]
@@ -61,6 +70,9 @@ class RetryPolicy:
     max_backoff: float = 5.0
     attempts: int | None = None
     """An optional cap on the tries, the first included (None: only the window counts)."""
+    window_from: str = RETRY_WINDOW_VAR
+    """What set `window_s`, named when the retries give up: NEENS_RETRY_WINDOW, or the command
+    line flag (`with_window(..., "--retry-window")`)."""
 
     def __post_init__(self) -> None:
         if self.attempts is not None and self.attempts < 1:
@@ -71,6 +83,10 @@ class RetryPolicy:
     def delay(self, retry: int) -> float:
         """Seconds to wait before retry number `retry` (0 for the first retry)."""
         return float(min(self.backoff * 2 ** min(retry, 64), self.max_backoff))
+
+    def with_window(self, window_s: float, window_from: str) -> RetryPolicy:
+        """This policy with the window `window_s`, set by `window_from` (such as a flag)."""
+        return replace(self, window_s=window_s, window_from=window_from)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RetryPolicy:
@@ -133,6 +149,61 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+class _BodySendFailed(OSError):
+    """The connection broke while the body was sent, and no early answer could be read."""
+
+    def __init__(self, cause: OSError, problem: str) -> None:
+        super().__init__(str(cause))
+        self.problem = problem
+
+
+class _EarlyAnswerMixin:
+    """An HTTP connection that, when the server closes the connection while the body is still
+    being sent (a 413 for a body over its size limit is answered before the body is read), reads
+    the answer the server sent first rather than reporting only the broken pipe."""
+
+    _send_failed: OSError | None = None
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        self._send_failed = None
+        body = args[2] if len(args) > 2 else kwargs.get("body")
+        try:
+            super().request(*args, **kwargs)  # type: ignore[misc]
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as exc:
+            if not body:
+                raise  # no body: nothing was refused, the connection failed (retried as such)
+            self._send_failed = exc  # getresponse() reads the early answer, if there is one
+
+    def getresponse(self) -> http.client.HTTPResponse:
+        try:
+            response: http.client.HTTPResponse = super().getresponse()  # type: ignore[misc]
+        except (OSError, http.client.HTTPException) as exc:
+            if self._send_failed is None:
+                raise
+            raise _BodySendFailed(self._send_failed, _describe(exc)) from None
+        return response
+
+
+_CONNECTION_CLASSES: dict[type[Any], type[Any]] = {}
+
+
+def _early_answer_class(http_class: type[Any]) -> Any:
+    if http_class not in _CONNECTION_CLASSES:
+        name = f"EarlyAnswer{http_class.__name__}"
+        _CONNECTION_CLASSES[http_class] = type(name, (_EarlyAnswerMixin, http_class), {})
+    return _CONNECTION_CLASSES[http_class]
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def do_open(self, http_class: Any, req: urllib.request.Request, **kwargs: Any) -> Any:
+        return super().do_open(_early_answer_class(http_class), req, **kwargs)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def do_open(self, http_class: Any, req: urllib.request.Request, **kwargs: Any) -> Any:
+        return super().do_open(_early_answer_class(http_class), req, **kwargs)
+
+
 class Client:
     """Talks JSON to one Neens server with one API key.
 
@@ -161,7 +232,7 @@ class Client:
         self.on_retry: Callable[[RetryNotice], None] | None = None
         """Called before each wait between tries, to show that Neens is being waited for."""
         self._api_key = api_key
-        self._opener = urllib.request.build_opener(_NoRedirect())
+        self._opener = urllib.request.build_opener(_NoRedirect(), _HTTPHandler(), _HTTPSHandler())
 
     def __repr__(self) -> str:
         # Never show the key: reprs end up in logs and tracebacks.
@@ -191,7 +262,7 @@ class Client:
             )
         for name, problem in (
             (BASE_URL_VAR, _base_url_problem(base_url)),
-            (API_KEY_VAR, _api_key_problem(api_key)),
+            (API_KEY_VAR, _api_key_problem(api_key) or _api_key_shape_problem(api_key)),
         ):
             if problem:
                 raise ConfigError(f"{name}: {problem}")
@@ -256,6 +327,10 @@ class Client:
                     raise self._redirected(status, exc.headers.get("Location")) from None
                 else:
                     raise ApiError.from_body(status, str(exc.reason), payload) from None
+            except _BodySendFailed as exc:
+                # The server stopped reading the body and closed the connection, and sent no
+                # answer that could be read. Sending the same body again would meet the same end.
+                raise self._cut_off(method, path, len(data or b""), exc.problem) from None
             except urllib.error.URLError as exc:
                 # urllib wraps failures that happen before the request is fully sent (DNS,
                 # connect, refused, connect timeout), so the server cannot have acted on it.
@@ -285,7 +360,7 @@ class Client:
             f"{'attempt' if tries == 1 else 'attempts'} over "
             f"{time.monotonic() - started:.0f} s ({problem}); check {BASE_URL_VAR} and that "
             f"the server is running (retries last {self.retry.window_s:g} s, "
-            f"{RETRY_WINDOW_VAR} changes it)"
+            f"{self.retry.window_from} changes it)"
         )
 
     def _decode(self, status: int, payload: bytes, method: str, path: str) -> Any:
@@ -300,6 +375,15 @@ class Client:
                 f"the answer to {method} {path} is not JSON; check that {BASE_URL_VAR} "
                 f"({self.base_url}) is the address of the Neens API",
             ) from None
+
+    def _cut_off(self, method: str, path: str, size: int, problem: str) -> BodyCutOff:
+        return BodyCutOff(
+            f"Neens at {self.base_url} closed the connection while receiving the body of "
+            f"{method} {path} ({describe_size(size)}; {problem}), possibly because it is over "
+            f"the server's request size limit (NEENS_MAX_REQUEST_BYTES, 16 MiB by default); it "
+            f"was not sent again",
+            body_bytes=size,
+        )
 
     def _maybe_applied(self, method: str, path: str, problem: str) -> Unreachable:
         return Unreachable(
@@ -317,6 +401,13 @@ class Client:
             f"server is really served at (redirects are not followed so the API key is only "
             f"ever sent to {self.base_url})",
         )
+
+
+def describe_size(size: int) -> str:
+    """A byte count for a person: `17.2 MB` (decimal megabytes, one decimal), or `812 bytes`."""
+    if size < 1_000_000:
+        return f"{size} bytes"
+    return f"{size / 1_000_000:.1f} MB"
 
 
 def _base_url_problem(base_url: str) -> str | None:
@@ -338,6 +429,17 @@ def _api_key_problem(api_key: str) -> str | None:
     if not api_key or any(char.isspace() for char in api_key):
         return "the API key is empty or contains whitespace; paste the whole key"
     return None
+
+
+def _api_key_shape_problem(api_key: str) -> str | None:
+    """Why `api_key` cannot be a key Neens issued, or None; never repeats the key itself."""
+    if _API_KEY_SHAPE.fullmatch(api_key):
+        return None
+    return (
+        f"this is not a Neens API key: keys look like {API_KEY_PREFIX} followed by letters, "
+        f"digits, '-' and '_' (the value is not shown); paste the whole key, as "
+        f"`neens keys create` printed it"
+    )
 
 
 def _query_value(value: str | int | bool) -> str:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from neens_eval.client import Client, RetryNotice, unexpected
-from neens_eval.errors import ApiError, ConfigError
+from neens_eval.client import Client, RetryNotice, describe_size, unexpected
+from neens_eval.errors import ApiError, BodyCutOff, ConfigError, Unreachable
 
 if TYPE_CHECKING:
     from neens_eval.cli import Subparsers
@@ -113,18 +113,71 @@ def push_command(args: argparse.Namespace) -> int:
         raise ConfigError("--name must not be empty; give the dataset's name")
     numbered = _read_numbered_items(args.file)
     items = [item for _, item in numbered]
+    size = len(_encode({"items": items, "golden": args.golden}))
     client = Client.from_env()
     client.on_retry = _say_retrying()
+    dataset, created = _find_or_create_dataset(client, name)
+    dataset_id = _field(dataset, "id", str, "the dataset")
+    where = f"dataset {name} ({dataset_id}){', created by this push,' if created else ''}"
     try:
-        result = push_dataset(client, name, items, golden=args.golden)
+        result = _push_version(client, dataset, created, items, golden=args.golden)
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            f"neens: interrupted while uploading {args.file} to {where}: the new version may or "
+            f"may not have been created; check the dataset's versions (GET "
+            f"/datasets/{dataset_id}/versions) before pushing again\n"
+        )
+        raise
     except ApiError as exc:
+        if exc.status == 413:
+            raise ConfigError(
+                f"{args.file}: the upload is {describe_size(size)}, over the server's request "
+                f"size limit (NEENS_MAX_REQUEST_BYTES, 16 MiB by default) [HTTP 413 {exc.code}]; "
+                f"{_SPLIT_HINT}{_left_empty(where, created)}"
+            ) from exc
         # The server names a refused item by position (`items[6].input`); point at its line.
         match = _ITEM_FIELD.match(exc.field or "")
         if exc.status != 422 or not match or int(match[1]) >= len(numbered):
             raise
         raise ConfigError(f"{args.file}:{numbered[int(match[1])][0]}: {exc}") from exc
+    except BodyCutOff as exc:
+        if size < LARGE_UPLOAD_BYTES:
+            raise
+        raise ConfigError(
+            f"{args.file}: the upload is {describe_size(size)} and the server closed the "
+            f"connection while receiving it, most likely because it is over the server's request "
+            f"size limit (NEENS_MAX_REQUEST_BYTES, 16 MiB by default); "
+            f"{_SPLIT_HINT}{_left_empty(where, created)}"
+        ) from exc
+    except Unreachable as exc:
+        if not exc.maybe_applied:
+            raise
+        raise Unreachable(
+            f"{exc}: check the versions of {where} (GET /datasets/{dataset_id}/versions) before "
+            f"pushing again",
+            maybe_applied=True,
+        ) from exc
     print(json.dumps(result.to_json()) if args.as_json else result.describe())
     return 0
+
+
+LARGE_UPLOAD_BYTES = 1_000_000
+"""From this size on, a connection the server closes while receiving the upload is taken for
+its request size limit (NEENS_MAX_REQUEST_BYTES) rather than for an outage."""
+
+_SPLIT_HINT = (
+    "split the file into smaller datasets (each push sends one whole version in one request), "
+    "or ask the server's operator to raise NEENS_MAX_REQUEST_BYTES"
+)
+
+
+def _left_empty(where: str, created: bool) -> str:
+    return f"; the {where} has no version yet" if created else ""
+
+
+def _encode(body: Any) -> bytes:
+    """The request body as the client sends it (to know its size before sending it)."""
+    return json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
 def _say_retrying() -> Callable[[RetryNotice], None]:
@@ -202,7 +255,45 @@ def parse_item(line: str, where: str) -> dict[str, Any]:
         _fail(where, f'"expected_output" must be a string or null, got {_kind(expected)}')
     if "metadata" in value and not isinstance(value["metadata"], dict):
         _fail(where, f'"metadata" must be an object, got {_kind(value["metadata"])}')
+    for key in ITEM_KEYS:
+        problem = _unstorable(value[key], key) if key in value else None
+        if problem is not None:
+            field, reason = problem
+            _fail(where, f"{field}: {reason}; Neens cannot store it, remove it")
     return value
+
+
+_UNSTORABLE_CHAR = re.compile("[\x00\ud800-\udfff]")
+"""What the server refuses in any text: NUL, and a lone surrogate (`"\\ud800"` in JSON)."""
+
+
+def _unstorable(value: Any, field: str) -> tuple[str, str] | None:
+    """The first text in `value` the server would refuse, as (field, reason), or None."""
+    stack: list[tuple[Any, str]] = [(value, field)]
+    while stack:
+        current, path = stack.pop()
+        if isinstance(current, str):
+            match = _UNSTORABLE_CHAR.search(current)
+            if match is not None:
+                return path, _char_reason(match)
+        elif isinstance(current, dict):
+            children = []
+            for key, child in current.items():
+                match = _UNSTORABLE_CHAR.search(key)
+                if match is not None:
+                    return f"{path} key {json.dumps(key)}", _char_reason(match)
+                children.append((child, f"{path}.{key}"))
+            stack.extend(reversed(children))
+        elif isinstance(current, list):
+            stack.extend(reversed([(child, f"{path}[{i}]") for i, child in enumerate(current)]))
+    return None
+
+
+def _char_reason(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\x00":
+        return f"contains a NUL character (\\x00) at offset {match.start()}"
+    return f"contains a lone surrogate (\\u{ord(char):04x}) at offset {match.start()}"
 
 
 def push_dataset(
@@ -210,6 +301,17 @@ def push_dataset(
 ) -> PushResult:
     """Create a new version of dataset `name` holding `items`, creating the dataset if needed."""
     dataset, created = _find_or_create_dataset(client, name)
+    return _push_version(client, dataset, created, items, golden=golden)
+
+
+def _push_version(
+    client: Client,
+    dataset: dict[str, Any],
+    created: bool,
+    items: list[dict[str, Any]],
+    *,
+    golden: bool,
+) -> PushResult:
     dataset_id = _field(dataset, "id", str, "the dataset")
     path = f"/datasets/{urllib.parse.quote(dataset_id, safe='')}/versions"
     version = client.post(path, {"items": items, "golden": golden})

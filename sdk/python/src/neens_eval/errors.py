@@ -6,6 +6,7 @@
     │   │                   exit 2 for a 4xx answer (fix the request), 3 for a 5xx one
     │   └── AuthError       exit 2: 401 or 403, the API key was refused
     └── Unreachable         exit 3: no usable answer from the server, even after retries
+        └── BodyCutOff      the connection was closed while the body was sent (too large?)
 
 Exit codes 1 and 4 are results, not errors, so no error here ever maps to them: 1 is "a
 requirement you asked for is not met" (a failed gate, `--require-all-arms`), and 4
@@ -106,6 +107,17 @@ class Unreachable(NeensClientError):
     def __init__(self, message: str, *, maybe_applied: bool = False) -> None:
         super().__init__(message)
         self.maybe_applied = maybe_applied
+
+
+class BodyCutOff(Unreachable):
+    """The server closed the connection while the request's body was being sent, and no answer
+    could be read: typically a body over the server's size limit (NEENS_MAX_REQUEST_BYTES),
+    refused before it was read. The request was not sent again (a bigger body will not fit the
+    next time either), and the server cannot have acted on a body it did not receive whole."""
+
+    def __init__(self, message: str, *, body_bytes: int) -> None:
+        super().__init__(message)
+        self.body_bytes = body_bytes
 
 
 def _one_line(text: str) -> str:

@@ -42,7 +42,6 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final
@@ -61,6 +60,7 @@ from neens_eval.eval_create import create_run
 from neens_eval.eval_results import emit, no_verdict, read_result
 from neens_eval.gate_policy import GatePolicy
 from neens_eval.invoke import Invoker, ItemRun, check_command
+from neens_eval.summary import describe_counts
 from neens_eval.waiting import TERMINAL, LastSeen, Poller, Progress, wait_for_verdict
 
 if TYPE_CHECKING:
@@ -265,8 +265,11 @@ def _run_items(
                 key="running items",
             )
     except BaseException:
-        invoker.kill_all()
+        # In this order: once the worker running an item is freed by the kill, it must find
+        # neither a queued item to pick up nor leave to start a command.
+        invoker.stop()
         pool.shutdown(wait=False, cancel_futures=True)
+        invoker.kill_all()
         raise
     pool.shutdown()
     for item_id in long_prompts:
@@ -349,7 +352,7 @@ def _client(args: argparse.Namespace, progress: Progress) -> Client:
     and showing on the progress line that Neens is being waited for."""
     retry = RetryPolicy.from_env()
     if args.retry_window is not None:
-        retry = replace(retry, window_s=args.retry_window)
+        retry = retry.with_window(args.retry_window, "--retry-window")
     client = Client.from_env(retry=retry)
 
     def on_retry(notice: RetryNotice) -> None:
@@ -361,14 +364,7 @@ def _client(args: argparse.Namespace, progress: Progress) -> Client:
 
 def _describe_progress(run_id: str) -> Callable[[dict[str, Any], float], str]:
     def describe(run: dict[str, Any], elapsed: float) -> str:
-        counts = run.get("counts") if isinstance(run.get("counts"), dict) else {}
-        assert isinstance(counts, dict)
-        total = run.get("itemCount", "?")
-        done = int(counts.get("scored") or 0) + int(counts.get("error") or 0)
-        return (
-            f"neens: {run_id} {run.get('status')}: {_captured(run)}/{total} captured, "
-            f"{done}/{total} scored [{elapsed:.0f}s]"
-        )
+        return f"neens: {run_id} {run.get('status')}: {describe_counts(run)} [{elapsed:.0f}s]"
 
     return describe
 
@@ -389,10 +385,11 @@ def _follow_hint(run: Mapping[str, Any], command: Sequence[str] = ()) -> str:
 
 
 def _captured(run: Mapping[str, Any]) -> int:
+    """Items whose trace arrived (scored ones included), as the server counts them."""
     counts = run.get("counts")
     if not isinstance(counts, dict):
         return 0
-    return sum(int(counts.get(key) or 0) for key in ("captured", "scored", "error"))
+    return sum(int(counts.get(key) or 0) for key in ("captured", "scored"))
 
 
 def _api_key() -> str:

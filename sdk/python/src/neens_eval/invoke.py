@@ -76,29 +76,39 @@ def check_command(command: Sequence[str], environ: Mapping[str, str]) -> None:
         )
 
 
+STOPPED: Final = "stopped before it started: the run was interrupted"
+
+
 class Invoker:
-    """Runs commands and remembers the live ones, so an interrupt can kill them all."""
+    """Runs commands and remembers the live ones, so an interrupt can kill them all.
+
+    Once `stop()` was called no command starts any more: the check and the start happen under
+    the same lock `kill_all()` takes, so a command cannot start between the two and be missed.
+    """
 
     def __init__(self, command: Sequence[str], *, item_timeout: float) -> None:
         self.command = list(command)
         self.item_timeout = item_timeout
         self._live: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
+        self._stopped = False
 
     def run(self, item_id: str, prompt: str, env: Mapping[str, str]) -> ItemRun:
         started = time.monotonic()
-        try:
-            process = subprocess.Popen(
-                self.command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=dict(env),
-                start_new_session=True,
-            )
-        except (OSError, ValueError) as exc:
-            return ItemRun(item_id, None, False, 0.0, "", start_error=_describe(exc))
         with self._lock:
+            if self._stopped:
+                return ItemRun(item_id, None, False, 0.0, "", start_error=STOPPED)
+            try:
+                process = subprocess.Popen(
+                    self.command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=dict(env),
+                    start_new_session=True,
+                )
+            except (OSError, ValueError) as exc:
+                return ItemRun(item_id, None, False, 0.0, "", start_error=_describe(exc))
             self._live.add(process)
         timed_out = False
         try:
@@ -115,9 +125,15 @@ class Invoker:
         returncode = None if timed_out else process.returncode
         return ItemRun(item_id, returncode, timed_out, time.monotonic() - started, text)
 
-    def kill_all(self) -> None:
-        """Kill every command still running (on Ctrl-C or an error that stops the CLI)."""
+    def stop(self) -> None:
+        """Start no command from now on (on Ctrl-C or an error that stops the CLI)."""
         with self._lock:
+            self._stopped = True
+
+    def kill_all(self) -> None:
+        """Kill every command still running, and start none from now on."""
+        with self._lock:
+            self._stopped = True
             live = list(self._live)
         for process in live:
             _kill_group(process)

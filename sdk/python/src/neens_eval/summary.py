@@ -134,6 +134,9 @@ class EvalResult:
                 f"no verdict after {self.timeout_s:g} s (--timeout): the run is still "
                 f"{self.status} with {pending} item{'' if pending == 1 else 's'} pending"
             )
+        run_error = self.run.get("error")
+        if self.status == "failed" and isinstance(run_error, str) and run_error.strip():
+            reasons.append(f"the run failed: {_one_line(run_error)}")
         if self.gate is not None:
             reasons.extend(f"server gate: {reason}" for reason in self.gate.get("reasons") or [])
         reasons.extend(f"rule {rule.check.name}: {rule.reason}" for rule in self.blocking_rules)
@@ -218,6 +221,7 @@ def write_summary(result: EvalResult, stream: TextIO) -> None:
             if counts[key]:
                 parts.append(f"{counts[key]} {'errored' if key == 'error' else key}")
         lines.append("  " + ", ".join(parts))
+    lines += _run_error(result)
     lines.append(f"  {api_hint(result.url)}")
 
     if result.gate is not None:
@@ -308,6 +312,37 @@ def write_summary(result: EvalResult, stream: TextIO) -> None:
     stream.flush()
 
 
+ITEM_ERRORS_SHOWN = 5
+"""How many item errors the summary of a failed run shows; the rest are counted."""
+
+
+def _run_error(result: EvalResult) -> list[str]:
+    """Why the run failed, as the server says, and the first item errors: a run whose every
+    item failed (a dead agent endpoint) would otherwise show only its status."""
+    if result.status != "failed":
+        return []
+    lines = []
+    error = result.run.get("error")
+    if isinstance(error, str) and error.strip():
+        lines.append(f"  run error: {_one_line(error)}")
+    failed = [item for item in result.items if item.get("status") == "error"]
+    if failed:
+        lines.append(f"  item errors ({len(failed)}):")
+        for item in failed[:ITEM_ERRORS_SHOWN]:
+            reason = item.get("error")
+            shown = _one_line(reason) if isinstance(reason, str) and reason.strip() else "-"
+            lines.append(f"    - {item.get('item_id')} {_quote(item.get('input'))}: {shown}")
+        if len(failed) > ITEM_ERRORS_SHOWN:
+            more = len(failed) - ITEM_ERRORS_SHOWN
+            lines.append(f"    … and {more} more (see the run's items)")
+    return lines
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 3] + "..."
+
+
 def _next_steps(result: EvalResult) -> list[str]:
     again = (
         f"neens eval run --run-id {result.run_id} -- "
@@ -347,13 +382,20 @@ def describe_last_seen(seen: Mapping[str, Any]) -> str:
     """`last seen at …: running, 1/3 captured, 0/3 scored` (counts as of that moment)."""
     counts = seen.get("counts") if isinstance(seen.get("counts"), dict) else {}
     assert isinstance(counts, dict)
-    total = seen.get("itemCount", "?")
-    captured = sum(int(counts.get(key) or 0) for key in ("captured", "scored", "error"))
-    done = int(counts.get("scored") or 0) + int(counts.get("error") or 0)
     return (
-        f"last seen at {seen.get('at')}: {seen.get('status')}, {captured}/{total} captured, "
-        f"{done}/{total} scored ({counts.get('pending', '?')} pending)"
+        f"last seen at {seen.get('at')}: {seen.get('status')}, {describe_counts(seen)} "
+        f"({counts.get('pending', '?')} pending)"
     )
+
+
+def describe_counts(run: Mapping[str, Any]) -> str:
+    """`2/3 captured, 1/3 scored, 1 error`: the server's counts, errors apart. A scored item was
+    captured first; an item in error may never have been (its agent call failed), so it counts
+    as neither."""
+    total = run.get("itemCount", "?")
+    scored, errors = _count(run, "scored"), _count(run, "error")
+    text = f"{_count(run, 'captured') + scored}/{total} captured, {scored}/{total} scored"
+    return text + (f", {errors} error{'s' if errors != 1 else ''}" if errors else "")
 
 
 def _count(run: Mapping[str, Any], key: str) -> int:

@@ -25,7 +25,6 @@ import json
 import sys
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -257,7 +256,7 @@ def make_client(args: argparse.Namespace, board: Board) -> Client:
     saying so on stderr at once and then every `RETRY_NOTICE_EVERY_S` seconds."""
     retry = RetryPolicy.from_env()
     if args.retry_window is not None:
-        retry = replace(retry, window_s=args.retry_window)
+        retry = retry.with_window(args.retry_window, "--retry-window")
     client = Client.from_env(retry=retry)
     said_at: list[float] = []
 
