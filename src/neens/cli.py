@@ -55,20 +55,32 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from neens.api.app import create_app
+    from neens.listening import CannotListen, listen
 
     settings = _settings(args)
     if (problem := _secrets_problem(settings)) is not None:
         print(f"neens: error: {problem}", file=sys.stderr)
         return 2
-    app = create_app(settings, freeze_startup_heap=True)
-    print(
-        f"Neens serving on http://{settings.host}:{settings.port} "
-        f"(database: {settings.resolved_database_url().split('://')[0]}); "
-        f"pages at http://{settings.host}:{settings.port}/ui/",
-        file=sys.stderr,
-    )
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
-    return 0
+    try:
+        # The port first: nothing (migrations, workers) starts for a server that cannot listen.
+        sock = listen(settings.host, settings.port)
+    except CannotListen as exc:
+        print(f"neens: error: {exc}", file=sys.stderr)
+        return 2
+    with sock:
+        app = create_app(settings, freeze_startup_heap=True)
+        print(
+            f"Neens serving on http://{settings.host}:{settings.port} "
+            f"(database: {settings.resolved_database_url().split('://')[0]}); "
+            f"pages at http://{settings.host}:{settings.port}/ui/",
+            file=sys.stderr,
+        )
+        server = uvicorn.Server(
+            uvicorn.Config(app, host=settings.host, port=settings.port, log_level=args.log_level)
+        )
+        server.run(sockets=[sock])
+    # uvicorn's own code for a startup that failed (the database refused, a migration failed).
+    return 0 if server.started else 3
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -148,6 +160,21 @@ async def _with_db(args: argparse.Namespace, action: Any) -> Any:
         await db.dispose()
 
 
+def _named(text: str) -> str:
+    """An argparse type: a name with something in it, its surrounding spaces dropped."""
+    name = text.strip()
+    if not name:
+        raise argparse.ArgumentTypeError("must not be blank")
+    return name
+
+
+def _database_label(url: str) -> str:
+    """Where a command wrote, for its message: the URL without a password."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def _keys_create(args: argparse.Namespace) -> int:
     from neens.store import keys
 
@@ -168,14 +195,17 @@ def _keys_create(args: argparse.Namespace) -> int:
                     "companyId": created.company_id,
                     "projectId": created.project_id,
                     "role": created.role,
+                    "newProject": created.new_project,
                 }
             )
         )
     else:
         print(created.key)
+        new = " (a new project)" if created.new_project else ""
+        where = _database_label(_settings(args).resolved_database_url())
         print(
-            f"Created {created.role} key {created.key_id} for {args.company} / {args.project}. "
-            "It is shown only once: store it now.",
+            f"Created {created.role} key {created.key_id} for {args.company} / {args.project}"
+            f"{new}, in {where}. It is shown only once: store it now.",
             file=sys.stderr,
         )
     return 0
@@ -327,8 +357,8 @@ def register(subparsers: Any) -> None:
     create = keys_sub.add_parser(
         "create", help="create a key (and the company and project when missing)"
     )
-    create.add_argument("--company", required=True, help="company name")
-    create.add_argument("--project", required=True, help="project (agent) name")
+    create.add_argument("--company", required=True, type=_named, help="company name")
+    create.add_argument("--project", required=True, type=_named, help="project (agent) name")
     create.add_argument("--role", choices=["ingest", "admin"], default="ingest")
     create.add_argument("--json", action="store_true", help="print one JSON object")
     _add_database_url(create)

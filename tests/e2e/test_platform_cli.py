@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 
 from neens.store.keys import CreatedKey
 from tests.support.live import LiveServer, free_port
@@ -91,9 +92,9 @@ def test_keys_create_list_and_revoke_against_the_database(database_url: str) -> 
     )
     assert created.returncode == 0, created.stderr
     body = json.loads(created.stdout)
-    assert set(body) == {"key", "keyId", "companyId", "projectId", "role"}
+    assert set(body) == {"key", "keyId", "companyId", "projectId", "role", "newProject"}
     assert body["key"].startswith("nk_live_")
-    assert body["role"] == "admin"
+    assert body["role"] == "admin" and body["newProject"] is True
 
     again = neens(
         "keys", "create", "--company", "Acme", "--project", "Support agent", "--json", env=env
@@ -101,7 +102,7 @@ def test_keys_create_list_and_revoke_against_the_database(database_url: str) -> 
     second = json.loads(again.stdout)
     # The company and project are reused; only the key is new.
     assert (second["companyId"], second["projectId"]) == (body["companyId"], body["projectId"])
-    assert second["role"] == "ingest"
+    assert second["role"] == "ingest" and second["newProject"] is False
     assert second["key"] != body["key"]
 
     listed = json.loads(neens("keys", "list", "--json", env=env).stdout)["keys"]
@@ -117,6 +118,16 @@ def test_keys_create_list_and_revoke_against_the_database(database_url: str) -> 
     missing = neens("keys", "revoke", "key_nope", env=env)
     assert missing.returncode == 2
     assert "key_nope" in missing.stderr
+
+    # Without --json: the key alone on stdout; on stderr, which project (and whether it is new,
+    # as a name typed in another case is) and which database, never its password.
+    text = neens("keys", "create", "--company", "Acme", "--project", "support agent", env=env)
+    assert text.returncode == 0 and text.stdout.startswith("nk_live_")
+    assert "for Acme / support agent (a new project), in " in text.stderr
+    assert make_url(database_url).render_as_string(hide_password=True) in text.stderr
+    for blank in ("", "  "):
+        refused = neens("keys", "create", "--company", blank, "--project", "x", env=env)
+        assert refused.returncode == 2 and "--company: must not be blank" in refused.stderr
 
 
 def test_keys_list_shows_whole_ids_that_revoke_takes_whole_or_by_a_unique_start(
@@ -232,6 +243,27 @@ def test_serve_starts_on_the_embedded_sqlite_default_and_migrates_it(
     finally:
         browser.close()
         _stop(process)
+
+
+def test_serve_on_a_port_in_use_says_so_and_starts_nothing(tmp_path: Path) -> None:
+    """Exit 2 with one line before migrating anything."""
+    port = free_port()
+    (tmp_path / "first").mkdir()
+    process = _start_serve(port, tmp_path / "first")
+    try:
+        (tmp_path / "second").mkdir()
+        second = neens("serve", "--port", str(port), cwd=tmp_path / "second")
+        assert second.returncode == 2, second.stderr
+        assert second.stderr.strip() == (
+            f"neens: error: port {port} on 127.0.0.1 is already in use (another server, or a "
+            "demo still running?): stop it, or pick another port with --port"
+        )
+        assert not (tmp_path / "second" / ".neens").exists(), "nothing was created or migrated"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+    # It shut down, then ended as SIGTERM ends a process, which process managers expect.
+    assert process.returncode == -signal.SIGTERM
 
 
 def test_db_upgrade_and_current(tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
 import json
 import os
 import signal
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from neens.demo import catalog
+from neens.listening import CannotListen, listen
 
 EXIT_OK, EXIT_SEED_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_DATA_DIR = ".neens-demo"
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         # The port first: `--reset` run again on the port of a demo still serving stops here,
         # before deleting the database that demo is using.
         sock = listen(args.host, args.port)
-    except UsageProblem as exc:
+    except (UsageProblem, CannotListen) as exc:
         err.print(f"neens: error: {exc}", markup=False)
         return EXIT_USAGE
     with sock:
@@ -202,29 +202,6 @@ def prepare_data_dir(path: Path, *, reset: bool) -> Path:
         (path / name).unlink()
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def listen(host: str, port: int) -> socket.socket:
-    """A socket bound to (host, port) for the server, or UsageProblem saying what to change."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    except socket.gaierror as exc:
-        raise UsageProblem(f"--host {host!r} is not an address to bind: {exc.strerror}") from None
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(address)
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise UsageProblem(
-                f"port {port} on {host} is already in use (another server, or a demo still "
-                f"running?): stop it, or pick another port with --port"
-            ) from None
-        raise UsageProblem(
-            f"cannot serve on {host} port {port}: {exc.strerror}; pick another --port or --host"
-        ) from None
-    return sock
 
 
 def _settings(data_dir: Path, host: str, port: int) -> Any:

@@ -42,6 +42,8 @@ class CreatedKey:
     company_id: str
     project_id: str
     role: Role
+    new_project: bool = False
+    """Whether the project was made for this key (no project had its name in the company)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,7 @@ async def create_key(db: Database, *, company: str, project: str, role: Role) ->
         project_row = await s.scalar(
             select(Project).where(Project.company_id == company_row.id, Project.name == project)
         )
+        new_project = project_row is None
         if project_row is None:
             project_row = Project(id=new_id("prj_"), company_id=company_row.id, name=project)
             s.add(project_row)
@@ -79,7 +82,7 @@ async def create_key(db: Database, *, company: str, project: str, role: Role) ->
             display_prefix=key[: len(KEY_PREFIX) + 4] + "…",
         )
         s.add(key_row)
-    return CreatedKey(key, key_row.id, company_row.id, project_row.id, role)
+    return CreatedKey(key, key_row.id, company_row.id, project_row.id, role, new_project)
 
 
 async def list_keys(db: Database) -> list[KeyInfo]:
