@@ -232,7 +232,7 @@ def test_a_server_gone_for_longer_than_the_retry_window_exits_3_with_the_last_co
         assert time.monotonic() - started < 60
         assert out["verdict"] == "no_verdict"
         assert "could not reach Neens" in out["error"]
-        assert "(retries last 3 s, NEENS_RETRY_WINDOW changes it)" in out["error"]
+        assert "(retries last 3 s, --retry-window changes it)" in out["error"]
         seen_last = out["lastSeen"]
         assert set(seen_last) == {"at", "status", "itemCount", "counts"}
         assert seen_last["itemCount"] == 3

@@ -40,6 +40,8 @@ export interface RetryPolicy {
   windowS: number;
   backoffS: number;
   maxBackoffS: number;
+  /** What set `windowS`, named when the retries give up: NEENS_RETRY_WINDOW, or a flag. */
+  windowFrom?: string;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { windowS: 60, backoffS: 0.5, maxBackoffS: 5 };
@@ -245,7 +247,7 @@ export class Client {
       `could not reach Neens at ${this.baseUrl} after ${tries} ` +
         `${tries === 1 ? "attempt" : "attempts"} over ${fixed(elapsed, 0)} s (${problem}); ` +
         `check ${BASE_URL_VAR} and that the server is running (retries last ` +
-        `${formatG(this.retry.windowS)} s, ${RETRY_WINDOW_VAR} changes it)`,
+        `${formatG(this.retry.windowS)} s, ${this.retry.windowFrom ?? RETRY_WINDOW_VAR} changes it)`,
     );
   }
 

@@ -561,7 +561,10 @@ function warnGateNotApplied(policy: GatePolicy, run: Json, progress: Progress): 
 /** The client from the environment, retrying for `--retry-window` (or NEENS_RETRY_WINDOW). */
 function makeClient(args: Parsed, progress: Progress, env: Env): Client {
   const retry = retryFromEnv(env);
-  if (args["retryWindow"] !== null) retry.windowS = args["retryWindow"] as number;
+  if (args["retryWindow"] !== null) {
+    retry.windowS = args["retryWindow"] as number;
+    retry.windowFrom = "--retry-window";
+  }
   const client = NeensClient.fromEnv(env, retry);
   client.onRetry = (notice: RetryNotice) => progress.update(`${describeNotice(notice)} [${fixed(notice.waitedS, 0)}s]`, "retrying");
   return client;

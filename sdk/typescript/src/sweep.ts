@@ -426,7 +426,10 @@ function writeJson(document: Json): void {
 
 function makeClient(args: Parsed, board: Board): Client {
   const retry = retryFromEnv(process.env);
-  if (args["retryWindow"] !== null && args["retryWindow"] !== undefined) retry.windowS = args["retryWindow"] as number;
+  if (args["retryWindow"] !== null && args["retryWindow"] !== undefined) {
+    retry.windowS = args["retryWindow"] as number;
+    retry.windowFrom = "--retry-window";
+  }
   const client = NeensClient.fromEnv(process.env, retry);
   let saidAt: number | null = null;
   client.onRetry = (notice) => {

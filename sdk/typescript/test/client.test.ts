@@ -48,6 +48,29 @@ test("a read is retried through 503 until it is answered", async () => {
   }
 });
 
+test("when the retries give up, the error names what set the window", async () => {
+  const neens = await server((_, res) => {
+    res.writeHead(503);
+    res.end();
+  });
+  try {
+    const fast = { windowS: 0.05, backoffS: 0.01, maxBackoffS: 0.01 };
+    for (const [policy, named] of [
+      [fast, "NEENS_RETRY_WINDOW"],
+      [{ ...fast, windowFrom: "--retry-window" }, "--retry-window"],
+    ] as const) {
+      const client = new Client(neens.url, "nk_live_x", { retry: policy });
+      await assert.rejects(client.get("/x"), (error: unknown) => {
+        assert.ok(error instanceof Unreachable, String(error));
+        assert.match(error.message, new RegExp(`\\(retries last 0\\.05 s, ${named} changes it\\)$`));
+        return true;
+      });
+    }
+  } finally {
+    await neens.close();
+  }
+});
+
 test("a create that meets a gateway error is reported as maybe applied, never sent twice", async () => {
   const neens = await server((_, res) => {
     res.writeHead(502);
