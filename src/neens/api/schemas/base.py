@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from neens.domain.storable import unstorable_text_reason
@@ -21,12 +21,24 @@ class RequestBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
+    _checked_by_type: ClassVar[frozenset[str]] = frozenset()
+    """The fields whose own type (`StorableJson`, `StorableStr`) checks them first."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls._checked_by_type = frozenset(
+            name
+            for name, field in cls.model_fields.items()
+            if any(getattr(meta, "func", None) is _storable for meta in field.metadata)
+        )
+
     @field_validator("*", mode="after")
     @classmethod
-    def _storable_field(cls, value: Any) -> Any:
+    def _storable_field(cls, value: Any, info: ValidationInfo) -> Any:
         # Runs for every field of every body (a span's fourteen at ingest), so what holds no
         # unchecked text is let through at once: a number, None, a nested body (it checks its
-        # own fields), a list of bodies, and the very value `StorableJson` has just checked.
+        # own fields), a list of bodies, and a field its own type has just checked.
         kind = type(value)
         if kind is str:
             if value.isascii() and "\x00" not in value:
@@ -38,7 +50,7 @@ class RequestBody(BaseModel):
         elif kind is set or kind is frozenset:
             _storable(list(value))
             return value
-        elif kind is not dict or value is _last_checked:
+        elif kind is not dict or info.field_name in cls._checked_by_type:
             return value
         return _storable(value)
 
@@ -51,18 +63,10 @@ class ResponseBody(BaseModel):
     )
 
 
-_last_checked: object = None
-"""The last value `_storable` found storable, held so its id cannot be reused meanwhile: the
-field validator of `RequestBody`, which runs right after a field's own type, need not walk a
-`StorableJson` again."""
-
-
 def _storable(value: Any) -> Any:
-    global _last_checked
     reason = unstorable_text_reason(value)
     if reason is not None:
         raise ValueError(reason)
-    _last_checked = value
     return value
 
 
