@@ -9,6 +9,7 @@ import contextlib
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Final
 
 from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
@@ -68,6 +69,9 @@ ROUTERS = (
     datasets,
     traces,
     logs,
+    # Before `sessions`: a session id may hold `/`, so `GET /sessions/{id}` takes the rest of
+    # the path, and `/sessions/{id}/failure-modes` must be matched first.
+    failure_modes,
     sessions,
     pricing,
     agent_connections,
@@ -80,12 +84,14 @@ ROUTERS = (
     sweep_decisions,
     sweep_evidence,
     share_links,
-    failure_modes,
     stress_test_suites,
     scores,
     insights,
     notification_sinks,
 )
+
+OTLP_RECEIVERS: Final = frozenset({"/v1/traces", "/v1/logs"})
+"""The OTLP/HTTP receivers: these paths read, decompress (gzip) and bound their own bodies."""
 
 
 YOUNG_GENERATION_THRESHOLD = 50_000

@@ -55,7 +55,9 @@ async def list_failure_modes(
     )
 
 
-@router.post("/sessions/{session_id}/failure-modes", operation_id="failure_modes-annotate_session")
+@router.post(
+    "/sessions/{session_id:path}/failure-modes", operation_id="failure_modes-annotate_session"
+)
 async def annotate_session(
     session_id: str, body: AnnotationIn, principal: AnyKey, db: DbDep
 ) -> AnnotationOut:
@@ -74,7 +76,8 @@ async def annotate_session(
 
 
 @router.get(
-    "/sessions/{session_id}/failure-modes", operation_id="failure_modes-list_session_annotations"
+    "/sessions/{session_id:path}/failure-modes",
+    operation_id="failure_modes-list_session_annotations",
 )
 async def list_session_annotations(session_id: str, principal: AnyKey, db: DbDep) -> AnnotationList:
     """The session's annotations, one per failure mode it was annotated in."""

@@ -22,7 +22,7 @@ from neens.api.schemas.sessions import (
 )
 from neens.domain.conventions import Flag
 from neens.engine.ingest import ingest_spans
-from neens.errors import Unprocessable
+from neens.errors import NotFound, Unprocessable
 from neens.ingest.native import decode_native
 from neens.store.session_reads import SessionFilter, SessionKey, StoredSession, by_start
 from neens.views.sessions import SessionDetail as SessionDetailView
@@ -238,7 +238,11 @@ async def sessions_page(
     return SessionList(sessions=[session_out(s) for s in page], next_cursor=next_cursor(kind, last))
 
 
-@router.get("/{session_id}", operation_id="sessions-get")
+@router.get("/{session_id:path}", operation_id="sessions-get")
 async def get_one_session(session_id: str, principal: AnyKey, db: DbDep) -> SessionDetail:
-    """A session with its span tree; each LLM span carries its own cost or unpriced reason."""
+    """A session with its span tree; each LLM span carries its own cost or unpriced reason.
+
+    A session id may hold `/` (sent as is or as `%2F`): the id is the rest of the path."""
+    if not session_id:
+        raise NotFound("no session id in the path: GET /sessions lists them", field="session_id")
     return session_detail_out(await session_detail(db, principal.project_id, session_id))
