@@ -18,8 +18,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import venv
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -89,8 +91,17 @@ class Job:
     outputs: dict[str, str]
 
 
-def run_action(inputs: dict[str, str], *, cwd: Path, env: dict[str, str], tmp: Path) -> Job:
-    """Run the action's steps in order, as the runner does, until one fails."""
+def run_action(
+    inputs: dict[str, str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    tmp: Path,
+    action_path: Path = ACTION.parent,
+    steps: int | None = None,
+) -> Job:
+    """Run the action's steps in order (the first `steps` of them), as the runner does, until
+    one fails. `action_path` is where the runner checked the action out."""
     action = yaml.safe_load(ACTION.read_text(encoding="utf-8"))
     declared = action["inputs"]
     unknown = set(inputs) - set(declared)
@@ -100,6 +111,7 @@ def run_action(inputs: dict[str, str], *, cwd: Path, env: dict[str, str], tmp: P
         "github.token": "ghs_test_token",
         "github.event.pull_request.number": str(PULL_REQUEST),
         "runner.temp": str(tmp),
+        "github.action_path": str(action_path),
     }
     for name, spec in declared.items():
         context[f"inputs.{name}"] = inputs.get(name, str(spec.get("default", "")))
@@ -107,7 +119,7 @@ def run_action(inputs: dict[str, str], *, cwd: Path, env: dict[str, str], tmp: P
         context[name] = _fill(context[name], context)
     outputs_file = tmp / "github_output"
     log: list[str] = []
-    for step in action["runs"]["steps"]:
+    for step in action["runs"]["steps"][:steps]:
         assert step["shell"] == "bash" and "if" not in step, step["name"]
         outputs_file.write_text("")
         step_env = {name: _fill(str(value), context) for name, value in step["env"].items()}
@@ -222,3 +234,63 @@ def test_the_workflow_of_docs_ci_uses_the_action_with_inputs_it_declares() -> No
     required = {name for name, spec in action["inputs"].items() if spec.get("required")}
     assert required <= set(step["with"])
     assert workflow["permissions"]["pull-requests"] == "write"
+
+
+@pytest.mark.parametrize("sdk", ["python", "node"])
+def test_the_install_step_installs_the_sdk_that_comes_with_the_action(
+    sdk: str, tmp_path: Path
+) -> None:
+    """`uses: …/neens-eval-gate@ref` checks out the whole repository at that ref; the install
+    step installs the SDK from its sdk/ folder (a package index may hold another program under
+    the SDK's name, or none). The checkout is a copy, so builds never touch the working tree."""
+    checkout = tmp_path / "action-checkout"
+    action_path = checkout / ".github" / "actions" / "neens-eval-gate"
+    shutil.copytree(ACTION.parent, action_path)
+    shutil.copytree(
+        ROOT / "sdk",
+        checkout / "sdk",
+        ignore=shutil.ignore_patterns("node_modules", "dist", "*.egg-info", "__pycache__"),
+    )
+    project = tmp_path / "repo"
+    project.mkdir()
+    environment = tmp_path / "venv"
+    venv.create(environment, with_pip=True)
+    env = {**os.environ, "PATH": f"{environment / 'bin'}:{os.environ['PATH']}"}
+    env.pop("PYTHONPATH", None)
+    inputs = {"base-url": "http://127.0.0.1:9", "api-key": "nk_live_x", "sdk": sdk}
+
+    job = run_action(inputs, cwd=project, env=env, tmp=tmp_path, action_path=action_path, steps=1)
+
+    assert job.code == 0, job.log
+    assert f"installed the {sdk} SDK" in job.log
+    command = (
+        [str(environment / "bin" / "neens")]
+        if sdk == "python"
+        else [str(project / "node_modules" / ".bin" / "neens-eval")]
+    )
+    version = subprocess.run([*command, "--version"], capture_output=True, text=True, env=env)
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.strip() == "neens-eval 0.1.0"
+
+
+def test_the_install_step_says_what_to_do_when_no_sdk_comes_with_the_action(
+    tmp_path: Path,
+) -> None:
+    """The action folder copied alone into a repository has no SDK beside it: the step says so
+    and how to fix it, exit 2, and installs nothing from an index by name."""
+    action_path = tmp_path / "repo" / ".github" / "actions" / "neens-eval-gate"
+    shutil.copytree(ACTION.parent, action_path)
+    inputs = {"base-url": "http://127.0.0.1:9", "api-key": "nk_live_x"}
+
+    job = run_action(
+        inputs,
+        cwd=tmp_path / "repo",
+        env=dict(os.environ),
+        tmp=tmp_path,
+        action_path=action_path,
+        steps=1,
+    )
+
+    assert job.code == 2, job.log
+    assert "no Neens SDK beside this action" in job.log
+    assert "install: false" in job.log
