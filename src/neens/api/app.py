@@ -186,8 +186,8 @@ def create_app(
     )
     app.mount("/ui", create_web_app(app.state))
     # Innermost first: each add wraps the ones before it.
-    app.add_middleware(JsonDepthMiddleware, own_decoders=frozenset({"/v1/traces"}))
-    app.add_middleware(ContentEncodingMiddleware, decoders=frozenset({"/v1/traces", "/v1/logs"}))
+    app.add_middleware(JsonDepthMiddleware, own_decoders=OTLP_RECEIVERS)
+    app.add_middleware(ContentEncodingMiddleware, decoders=OTLP_RECEIVERS)
     app.add_middleware(UnstorableParameterMiddleware, pages=PAGES)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(ErrorEnvelopeMiddleware)
