@@ -13,7 +13,7 @@ import type { CommandSpec, Parsed } from "./args.js";
 import { type Client, Client as NeensClient, describeNotice, unexpected } from "./client.js";
 import { percentEncode } from "./correlation.js";
 import { ApiError, ConfigError } from "./errors.js";
-import { pyDumps } from "./format.js";
+import { fixed, pyDumps } from "./format.js";
 import type { Json } from "./gateRules.js";
 
 const ITEM_KEYS = ["input", "expected_output", "metadata"];
@@ -57,11 +57,15 @@ export async function datasetsPushCommand(args: Parsed, env: Record<string, stri
   if (!name) throw new ConfigError("--name must not be empty; give the dataset's name");
   const file = String(args["file"]);
   const numbered = readNumberedItems(file);
+  const items = numbered.map(([, item]) => item);
+  const golden = Boolean(args["golden"]);
   const client = NeensClient.fromEnv(env);
   client.onRetry = sayRetrying();
+  // The body exactly as the client will send it: JSON.stringify, as UTF-8.
+  await refuseOverTheLimit(client, file, Buffer.byteLength(JSON.stringify({ items, golden }), "utf8"));
   let result: PushResult;
   try {
-    result = await pushDataset(client, name, numbered.map(([, item]) => item), Boolean(args["golden"]));
+    result = await pushDataset(client, name, items, golden);
   } catch (error) {
     // The server names a refused item by position (`items[6].input`); point at its line.
     const match = error instanceof ApiError ? /^items\[(\d+)\]/.exec(error.field ?? "") : null;
@@ -70,6 +74,54 @@ export async function datasetsPushCommand(args: Parsed, env: Record<string, stri
   }
   process.stdout.write(`${args["asJson"] ? JSON.stringify(result) : describePush(result)}\n`);
   return 0;
+}
+
+/** The lowest request size limit a Neens server can be set to (NEENS_MAX_REQUEST_BYTES): an
+ * upload no larger than this fits any server, so its limit is not asked for. */
+export const SMALLEST_LIMIT_BYTES = 1024;
+
+const SPLIT_HINT =
+  "split the file into smaller datasets (each push sends one whole version in one request), " +
+  "or ask the server's operator to raise NEENS_MAX_REQUEST_BYTES";
+
+/**
+ * Stop before anything is created when the upload (`size` bytes, as it will be sent) is over the
+ * request size limit the server tells in `GET /healthz` (`maxRequestBytes`). A server that does
+ * not tell its limit (one older than the field) is sent the upload as before.
+ */
+async function refuseOverTheLimit(client: Client, file: string, size: number): Promise<void> {
+  if (size <= SMALLEST_LIMIT_BYTES) return;
+  const limit = await serverLimit(client);
+  if (limit !== null && size > limit) {
+    throw new ConfigError(
+      `${file}: the upload is ${describeBytes(size)}, over the server's request size ` +
+        `limit (NEENS_MAX_REQUEST_BYTES) of ${describeBytes(limit)}; nothing was created; ` +
+        SPLIT_HINT,
+    );
+  }
+}
+
+/**
+ * The server's request size limit in bytes, from `GET /healthz` (which needs no key), or null
+ * when the answer does not give it. An error answer is taken for a server that cannot tell (the
+ * upload then goes on as before); a server that does not answer at all is reported as such, as
+ * the next request would be.
+ */
+async function serverLimit(client: Client): Promise<number | null> {
+  let health: unknown;
+  try {
+    health = await client.get("/healthz");
+  } catch (error) {
+    if (error instanceof ApiError) return null;
+    throw error;
+  }
+  const limit = typeof health === "object" && health !== null && !Array.isArray(health) ? (health as Json)["maxRequestBytes"] : undefined;
+  return typeof limit === "number" && Number.isSafeInteger(limit) && limit >= 1 ? limit : null;
+}
+
+/** An exact byte count, with the size in MB from 1 MB on: `17234567 bytes (17.2 MB)`. */
+export function describeBytes(size: number): string {
+  return size < 1_000_000 ? `${size} bytes` : `${size} bytes (${fixed(size / 1_000_000, 1)} MB)`;
 }
 
 function sayRetrying(): (notice: { method: string; path: string; problem: string; waitedS: number; windowS: number }) => void {

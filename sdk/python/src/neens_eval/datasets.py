@@ -116,6 +116,7 @@ def push_command(args: argparse.Namespace) -> int:
     size = len(_encode({"items": items, "golden": args.golden}))
     client = Client.from_env()
     client.on_retry = _say_retrying()
+    _refuse_over_the_limit(client, args.file, size)
     dataset, created = _find_or_create_dataset(client, name)
     dataset_id = _field(dataset, "id", str, "the dataset")
     where = f"dataset {name} ({dataset_id}){', created by this push,' if created else ''}"
@@ -169,6 +170,47 @@ _SPLIT_HINT = (
     "split the file into smaller datasets (each push sends one whole version in one request), "
     "or ask the server's operator to raise NEENS_MAX_REQUEST_BYTES"
 )
+
+
+SMALLEST_LIMIT_BYTES = 1024
+"""The lowest request size limit a Neens server can be set to (NEENS_MAX_REQUEST_BYTES): an
+upload no larger than this fits any server, so its limit is not asked for."""
+
+
+def _refuse_over_the_limit(client: Client, file: Path, size: int) -> None:
+    """Stop before anything is created when the upload (`size` bytes, as it will be sent) is over
+    the request size limit the server tells in `GET /healthz` (`maxRequestBytes`). A server that
+    does not tell its limit (one older than the field) is sent the upload as before; it refuses
+    one that is too large with a 413, after the dataset was created."""
+    if size <= SMALLEST_LIMIT_BYTES:
+        return
+    limit = _server_limit(client)
+    if limit is not None and size > limit:
+        raise ConfigError(
+            f"{file}: the upload is {_describe_bytes(size)}, over the server's request size "
+            f"limit (NEENS_MAX_REQUEST_BYTES) of {_describe_bytes(limit)}; nothing was created; "
+            f"{_SPLIT_HINT}"
+        )
+
+
+def _server_limit(client: Client) -> int | None:
+    """The server's request size limit in bytes, from `GET /healthz` (which needs no key), or
+    None when the answer does not give it. An error answer is taken for a server that cannot
+    tell (the upload then goes on as before); a server that does not answer at all is reported
+    as such, as the next request would be."""
+    try:
+        health = client.get("/healthz")
+    except ApiError:
+        return None
+    limit = health.get("maxRequestBytes") if isinstance(health, dict) else None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        return None
+    return limit
+
+
+def _describe_bytes(size: int) -> str:
+    """An exact byte count, with the size in MB from 1 MB on: `17234567 bytes (17.2 MB)`."""
+    return f"{size} bytes" if size < 1_000_000 else f"{size} bytes ({describe_size(size)})"
 
 
 def _left_empty(where: str, created: bool) -> str:

@@ -7,7 +7,7 @@ from pydantic import Field
 from sqlalchemy import text
 
 from neens import __version__
-from neens.api.deps import DbDep
+from neens.api.deps import DbDep, SettingsDep
 from neens.api.schemas.base import ResponseBody
 
 router = APIRouter(tags=["health"])
@@ -17,13 +17,25 @@ class Health(ResponseBody):
     status: str = Field(description='"ok" when the database answered.')
     version: str = Field(description="The Neens version serving.")
     database: str = Field(description='The database dialect: "sqlite" or "postgresql".')
+    max_request_bytes: int = Field(
+        description=(
+            "The largest request body this server accepts, in bytes (NEENS_MAX_REQUEST_BYTES); "
+            "a larger one is refused with 413. `neens datasets push` checks a file against it "
+            "before creating anything."
+        )
+    )
 
 
 @router.get("/healthz", operation_id="health-get")
-async def healthz(db: DbDep) -> Health:
+async def healthz(db: DbDep, settings: SettingsDep) -> Health:
     async with db.read() as s:
         await s.execute(text("SELECT 1"))
-    return Health(status="ok", version=__version__, database=db.dialect)
+    return Health(
+        status="ok",
+        version=__version__,
+        database=db.dialect,
+        max_request_bytes=settings.max_request_bytes,
+    )
 
 
 class Index(ResponseBody):
