@@ -340,17 +340,18 @@ def _decode_protobuf_span_by_span(body: bytes, original: Exception) -> DecodedBa
     return _decode_request(request, rejections)
 
 
-def _parse_part(message: type[_M], raw: bytes) -> _M | None:
-    """`raw` decoded as `message`, or None when it is too deep; corrupt bytes are a 400."""
+def _parse_part(
+    message: type[_M], raw: bytes, request: str = "ExportTraceServiceRequest"
+) -> _M | None:
+    """`raw` decoded as `message`, or None when it is too deep; corrupt bytes are a 400 that
+    names the `request` they were part of."""
     part = message()
     try:
         part.ParseFromString(raw)
     except DecodeError as exc:
         if _TOO_DEEP in str(exc):
             return None
-        raise InvalidInput(
-            f"request body is not a valid OTLP ExportTraceServiceRequest protobuf: {exc}"
-        ) from exc
+        raise InvalidInput(f"request body is not a valid OTLP {request} protobuf: {exc}") from exc
     return part
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json as jsonlib
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 from google.protobuf.message import DecodeError, Message
@@ -44,6 +44,7 @@ from neens.ingest.otlp import (
     _is_too_deep,
     _json_too_deep,
     _parse_dict,
+    _parse_part,
     _serialize,
     _ShallowRequest,
     _time,
@@ -59,6 +60,7 @@ __all__ = [
     "logs_rejections_message",
 ]
 
+_REQUEST: Final = "ExportLogsServiceRequest"
 _EVENT_NAME_KEY: Final = "event.name"
 """Where log records name their event before OTLP's own `event_name` field (proto 1.5)."""
 _TRACE_ID_BYTES: Final = 16
@@ -236,7 +238,6 @@ def _record_head() -> type[Message]:
 
 
 _RecordHead = _record_head()
-_M = TypeVar("_M", bound=Message)
 
 
 def _decode_protobuf_record_by_record(body: bytes, original: Exception) -> DecodedLogs:
@@ -255,28 +256,16 @@ def _decode_protobuf_record_by_record(body: bytes, original: Exception) -> Decod
     rejections: list[Rejection] = []
     ignored = 0
     for shallow_resource in shallow.resource_spans:  # type: ignore[attr-defined]
-        _parse_part(Resource, shallow_resource.resource)  # corrupt bytes are still a 400
+        _parse_part(Resource, shallow_resource.resource, _REQUEST)  # corrupt bytes are still a 400
         for shallow_scope in shallow_resource.scope_spans:
-            _parse_part(InstrumentationScope, shallow_scope.scope)
+            _parse_part(InstrumentationScope, shallow_scope.scope, _REQUEST)
             for raw in shallow_scope.spans:
-                record = _parse_part(LogRecord, raw)
+                record = _parse_part(LogRecord, raw, _REQUEST)
                 if record is None:
                     ignored += _deep_record(_protobuf_event_name(raw), rejections)
                 else:
                     group.log_records.append(record)
     return _decode_request(request, rejections, ignored)
-
-
-def _parse_part(message: type[_M], raw: bytes) -> _M | None:
-    """`raw` decoded as `message`, or None when it is too deep; corrupt bytes are a 400."""
-    part = message()
-    try:
-        part.ParseFromString(raw)
-    except DecodeError as exc:
-        if _TOO_DEEP in str(exc):
-            return None
-        raise _invalid_protobuf(exc) from exc
-    return part
 
 
 def _protobuf_event_name(raw: bytes) -> str | None:
