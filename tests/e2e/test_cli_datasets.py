@@ -210,6 +210,7 @@ def test_the_size_checked_is_the_size_the_server_counts(
     assert json.loads(accepted.stdout)["itemCount"] == 20
 
 
+@pytest.mark.parametrize("dialect", ["sqlite"], indirect=True)  # the CLI's check, not storage
 def test_the_packed_typescript_cli_checks_the_limit_before_creating_anything(
     small_server: LiveServer, key: CreatedKey, tmp_path: Path
 ) -> None:
