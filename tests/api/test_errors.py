@@ -67,6 +67,23 @@ async def test_a_nul_character_in_the_path_is_a_404(
 
 
 @pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/api/datasets"), ("POST", "/v2/traces"), ("GET", "/preprod-evals/ppr_1/nope")],
+)
+async def test_a_path_no_route_has_is_a_404_that_says_to_check_the_base_url(
+    client: httpx.AsyncClient, admin_key: CreatedKey, method: str, path: str
+) -> None:
+    """A base URL with a path of its own (`…/api`) reaches no route; the answer says so, and
+    the CLIs print it as the error."""
+    r = await client.request(method, path, headers=auth(admin_key))
+    assert r.status_code == 404, r.text
+    error = r.json()["error"]
+    assert error["code"] == "not_found"
+    assert error["message"].startswith(f"no route {method} '{path}' on this server; ")
+    assert error["message"].endswith("check the base URL")
+
+
+@pytest.mark.parametrize(
     ("url", "field"),
     [
         ("/datasets?name=a%00b", "name"),

@@ -20,7 +20,7 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from neens.domain.storable import unstorable_text_reason
+from neens.domain.storable import safe_label, unstorable_text_reason
 from neens.errors import NeensError
 
 HTTP_CODES = {
@@ -369,6 +369,13 @@ def install_error_handlers(app: FastAPI) -> None:
             if allowed:
                 headers["Allow"] = allowed
                 message = f"{request.method} is not allowed here; this path answers {allowed}"
+        elif exc.status_code == 404 and message == "Not Found":
+            # No route has this path: most often a base URL with a path of its own (`…/api`).
+            message = (
+                f"no route {request.method} {safe_label(request.url.path, 200)} on this server; "
+                "its API is served from the root of its address (every route is listed at "
+                "/openapi.json): check the base URL"
+            )
         elif exc.status_code == 400 and message == "There was an error parsing the body":
             message = "request body is not valid JSON: it is not UTF-8 text or nests too deeply"
         return JSONResponse(error_body(code, message), status_code=exc.status_code, headers=headers)
