@@ -15,31 +15,46 @@ attribute) names the attribute. The parsers have limits of their own (upb's 100 
 `ParseDict`'s recursion depth): when a request trips one, it is decoded again span by span, so
 the span that is too deep is refused alone instead of failing the request.
 
-A little over 500 lines: protobuf decoding and its span-by-span fallback for requests deeper
-than the parser takes share the per-span checks; OTLP/JSON's own preparation is in `otlp_json`.
+Protobuf decoding and its span-by-span fallback for requests deeper than the parser takes share
+the per-span checks; OTLP/JSON's own preparation is in `otlp_json`, and what the traces and logs
+receivers share (attribute values, times, depth-limited parsing) in `otlp_common`.
 """
 
 from __future__ import annotations
 
 import json as jsonlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any, Final, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
-from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
-from google.protobuf.message import DecodeError, Message
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from neens.domain.spans import AttributeValue, Rejection, SpanRecord
 from neens.domain.storable import MAX_NESTING, record_unstorable_reason, safe_label
 from neens.errors import InvalidInput
+from neens.ingest.otlp_common import (
+    TOO_DEEP,
+    ShallowRequest,
+    ShallowSpanName,
+    Undecodable,
+    encodable,
+    first_of,
+    is_too_deep,
+    json_too_deep,
+    parse_dict,
+    parse_part,
+    read_attributes,
+    read_time,
+    serialize_response,
+)
 from neens.ingest.otlp_json import json_items, json_lists, json_type, prepare_json_document
 from neens.ingest.records import DecodedBatch
 
@@ -50,20 +65,10 @@ __all__ = [
     "rejections_message",
 ]
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 _SPAN_KIND_PREFIX: Final = "SPAN_KIND_"
 _TRACE_ID_BYTES: Final = 16
 _SPAN_ID_BYTES: Final = 8
-
-
-class _Undecodable(Exception):
-    """A value this decoder cannot represent faithfully; the span carrying it is rejected."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 # ---------------------------------------------------------------------------------------------
@@ -81,7 +86,7 @@ def decode_protobuf(body: bytes) -> DecodedBatch:
     try:
         request.ParseFromString(body)
     except (DecodeError, RecursionError, ValueError) as exc:
-        if _TOO_DEEP in str(exc):
+        if TOO_DEEP in str(exc):
             return _decode_protobuf_span_by_span(body, exc)
         raise InvalidInput(
             f"request body is not a valid OTLP ExportTraceServiceRequest protobuf: {exc}"
@@ -117,14 +122,14 @@ def decode_json(body: bytes) -> DecodedBatch:
     rejections = prepare_json_document(document, scan_surrogates=scan)
     request = ExportTraceServiceRequest()
     try:
-        _parse_dict(document, request, _JSON_REQUEST_DEPTH)
+        parse_dict(document, request, _JSON_REQUEST_DEPTH)
     except json_format.ParseError as exc:
-        if not _is_too_deep(exc):
+        if not is_too_deep(exc):
             raise _invalid_json(exc) from exc
         _drop_deep_json_spans(document, rejections)
         request = ExportTraceServiceRequest()
         try:
-            _parse_dict(document, request, _JSON_REQUEST_DEPTH)
+            parse_dict(document, request, _JSON_REQUEST_DEPTH)
         except (json_format.ParseError, RecursionError, ValueError, TypeError) as retry:
             raise _invalid_json(retry) from retry
     except (RecursionError, ValueError, TypeError) as exc:
@@ -144,16 +149,8 @@ def encode_response(rejected: int, message: str, *, json: bool) -> bytes:
     response = ExportTraceServiceResponse()
     if rejected > 0 or message:
         response.partial_success.rejected_spans = rejected
-        response.partial_success.error_message = _encodable(message)
-    return _serialize(response, json=json)
-
-
-def _serialize(response: Message, *, json: bool) -> bytes:
-    """An Export*ServiceResponse as protobuf or compact OTLP/JSON."""
-    if json:
-        payload = json_format.MessageToDict(response, use_integers_for_enums=True)
-        return jsonlib.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return response.SerializeToString()
+        response.partial_success.error_message = encodable(message)
+    return serialize_response(response, json=json)
 
 
 def rejections_message(
@@ -169,25 +166,17 @@ def rejections_message(
     if rejections:
         noun = "span" if len(rejections) == 1 else "spans"
         reasons = [rejection.reason for rejection in rejections]
-        parts.append(f"{len(rejections)} {noun} rejected: {_first(reasons, limit)}")
+        parts.append(f"{len(rejections)} {noun} rejected: {first_of(reasons, limit)}")
     if flagged:
         noun = "warning" if len(flagged) == 1 else "warnings"
-        parts.append(f"{len(flagged)} {noun} on stored spans: {_first(flagged, limit)}")
+        parts.append(f"{len(flagged)} {noun} on stored spans: {first_of(flagged, limit)}")
     return "; ".join(parts)
-
-
-def _first(lines: Sequence[str], limit: int) -> str:
-    hidden = len(lines) - limit
-    more = f"; and {hidden} more" if hidden > 0 else ""
-    return "; ".join(lines[:limit]) + more
 
 
 # ---------------------------------------------------------------------------------------------
 # Requests deeper than a parser accepts: span by span
 # ---------------------------------------------------------------------------------------------
 
-_TOO_DEEP: Final = "MaxDepth"
-"""upb's DecodeError for nesting beyond its limit says "Exceeded upb_DecodeOptions_MaxDepth"."""
 _JSON_REQUEST_DEPTH: Final = 8 + 3 * (MAX_NESTING + 1)
 """`ParseDict`'s message depth for a whole request: request, resource spans, scope spans,
 span, event, key/value, value, then three per nested key/value list, so an attribute one level
@@ -199,49 +188,27 @@ _DEEP_REASON: Final = (
 )
 
 
-def _parse_dict(document: dict[str, Any], message: Message, depth: int) -> None:
-    json_format.ParseDict(document, message, ignore_unknown_fields=True, max_recursion_depth=depth)
-
-
-def _is_too_deep(exc: json_format.ParseError) -> bool:
-    return "too deep" in str(exc)
-
-
 def _invalid_json(exc: Exception) -> InvalidInput:
     return InvalidInput(
-        f"request body is not a valid OTLP/JSON ExportTraceServiceRequest: {_encodable(str(exc))}"
+        f"request body is not a valid OTLP/JSON ExportTraceServiceRequest: {encodable(str(exc))}"
     )
-
-
-def _json_too_deep(value: object, message: type[Message], depth: int) -> bool:
-    """Whether `value` is deeper than `ParseDict` accepts; any other problem is left for the
-    whole-request parse to report."""
-    if not isinstance(value, dict):
-        return False
-    try:
-        _parse_dict(value, message(), depth)
-    except json_format.ParseError as exc:
-        return _is_too_deep(exc)
-    except (RecursionError, ValueError, TypeError):
-        return False
-    return False
 
 
 def _drop_deep_json_spans(document: dict[str, Any], rejections: list[Rejection]) -> None:
     """Take out (and reject) every span, scope or resource too deep for `ParseDict`."""
     for _, resource_spans in json_items(document, "resourceSpans", "resource_spans"):
-        deep_resource = _json_too_deep(
+        deep_resource = json_too_deep(
             resource_spans.get("resource"), Resource, _JSON_REQUEST_DEPTH - 2
         )
         for _, group in json_items(resource_spans, "scopeSpans", "scope_spans"):
-            deep_scope = deep_resource or _json_too_deep(
+            deep_scope = deep_resource or json_too_deep(
                 group.get("scope"), InstrumentationScope, _JSON_SPAN_DEPTH
             )
             for key, spans in json_lists(group, "spans", "spans"):
                 kept = []
                 for span in spans:
                     if isinstance(span, dict) and (
-                        deep_scope or _json_too_deep(span, Span, _JSON_SPAN_DEPTH)
+                        deep_scope or json_too_deep(span, Span, _JSON_SPAN_DEPTH)
                     ):
                         name = span.get("name")
                         label = safe_label(name if isinstance(name, str) else "")
@@ -258,59 +225,9 @@ def _drop_deep_json_spans(document: dict[str, Any], rejections: list[Rejection])
             resource_spans.pop("resource", None)
 
 
-def _shallow_messages() -> tuple[type[Message], type[Message]]:
-    """Messages with the wire layout of ExportTraceServiceRequest down to its spans, and of a
-    span's name, that keep each span (resource, scope) as undecoded bytes.
-
-    Protobuf's wire format lets a length-delimited sub-message be read as `bytes`, so a request
-    whose one span nests too deeply can still be split into its spans, each then decoded (and
-    refused) on its own.
-    """
-    proto = descriptor_pb2.FileDescriptorProto(
-        name="neens/shallow_otlp.proto", package="neens.shallow", syntax="proto3"
-    )
-    optional = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
-    repeated = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
-    as_bytes = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-    as_string = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
-    as_message = descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE
-    shapes: list[tuple[str, list[tuple[str, int, int, int, str]]]] = [
-        (
-            "ScopeSpans",
-            [("scope", 1, optional, as_bytes, ""), ("spans", 2, repeated, as_bytes, "")],
-        ),
-        (
-            "ResourceSpans",
-            [
-                ("resource", 1, optional, as_bytes, ""),
-                ("scope_spans", 2, repeated, as_message, ".neens.shallow.ScopeSpans"),
-            ],
-        ),
-        (
-            "Request",
-            [("resource_spans", 1, repeated, as_message, ".neens.shallow.ResourceSpans")],
-        ),
-        ("SpanName", [("name", 5, optional, as_string, "")]),
-    ]
-    for name, fields in shapes:
-        message = proto.message_type.add(name=name)
-        for field_name, number, label, kind, type_name in fields:
-            field = message.field.add(name=field_name, number=number, label=label, type=kind)
-            if type_name:
-                field.type_name = type_name
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
-    classes = message_factory.GetMessages([proto], pool=pool)
-    return classes["neens.shallow.Request"], classes["neens.shallow.SpanName"]
-
-
-_ShallowRequest, _SpanName = _shallow_messages()
-_M = TypeVar("_M", bound=Message)
-
-
 def _decode_protobuf_span_by_span(body: bytes, original: Exception) -> DecodedBatch:
     """Decode a request too deep for upb one span at a time; see the module docstring."""
-    shallow = _ShallowRequest()
+    shallow = ShallowRequest()
     try:
         shallow.ParseFromString(body)
     except DecodeError as exc:
@@ -320,18 +237,18 @@ def _decode_protobuf_span_by_span(body: bytes, original: Exception) -> DecodedBa
     request = ExportTraceServiceRequest()
     rejections: list[Rejection] = []
     for shallow_resource in shallow.resource_spans:  # type: ignore[attr-defined]
-        resource = _parse_part(Resource, shallow_resource.resource)
+        resource = parse_part(Resource, shallow_resource.resource)
         target = request.resource_spans.add()
         if resource is not None:
             target.resource.CopyFrom(resource)
         for shallow_scope in shallow_resource.scope_spans:
-            scope = _parse_part(InstrumentationScope, shallow_scope.scope)
+            scope = parse_part(InstrumentationScope, shallow_scope.scope)
             group = target.scope_spans.add()
             if scope is not None:
                 group.scope.CopyFrom(scope)
             where = "its resource " if resource is None else "its scope " if scope is None else ""
             for raw in shallow_scope.spans:
-                span = _parse_part(Span, raw) if not where else None
+                span = parse_part(Span, raw) if not where else None
                 if span is None:
                     label = safe_label(_span_name(raw))
                     rejections.append(Rejection(f"span {label} {where}{_DEEP_REASON}"))
@@ -340,23 +257,8 @@ def _decode_protobuf_span_by_span(body: bytes, original: Exception) -> DecodedBa
     return _decode_request(request, rejections)
 
 
-def _parse_part(
-    message: type[_M], raw: bytes, request: str = "ExportTraceServiceRequest"
-) -> _M | None:
-    """`raw` decoded as `message`, or None when it is too deep; corrupt bytes are a 400 that
-    names the `request` they were part of."""
-    part = message()
-    try:
-        part.ParseFromString(raw)
-    except DecodeError as exc:
-        if _TOO_DEEP in str(exc):
-            return None
-        raise InvalidInput(f"request body is not a valid OTLP {request} protobuf: {exc}") from exc
-    return part
-
-
 def _span_name(raw: bytes) -> str:
-    name = _SpanName()
+    name = ShallowSpanName()
     try:
         name.ParseFromString(raw)
     except DecodeError:
@@ -377,10 +279,10 @@ def _decode_request(
         resource_problem: str | None = None
         resource_attributes: dict[str, AttributeValue] = {}
         try:
-            resource_attributes = _attributes(
+            resource_attributes = read_attributes(
                 resource_spans.resource.attributes, "resource attribute"
             )
-        except _Undecodable as exc:
+        except Undecodable as exc:
             resource_problem = exc.reason
         for scope_spans in resource_spans.scope_spans:
             scope_name = scope_spans.scope.name or None
@@ -423,9 +325,9 @@ def _decode_span(
             f"has a malformed parent span id: {len(parent)} bytes, expected {_SPAN_ID_BYTES}",
         )
     try:
-        own_attributes = _attributes(span.attributes, "attribute")
+        own_attributes = read_attributes(span.attributes, "attribute")
         events = [_event(event, index) for index, event in enumerate(span.events)]
-    except _Undecodable as exc:
+    except Undecodable as exc:
         return _rejection(name, exc.reason)
     status = span.status
     record = SpanRecord(
@@ -434,8 +336,8 @@ def _decode_span(
         parent_span_id=parent.hex() if has_parent else None,
         name=name,
         kind=_SPAN_KIND_NAMES.get(span.kind),
-        start_time=_time(span.start_time_unix_nano),
-        end_time=_time(span.end_time_unix_nano),
+        start_time=read_time(span.start_time_unix_nano),
+        end_time=read_time(span.end_time_unix_nano),
         status_code=_STATUS_CODES.get(status.code),
         status_message=status.message or None,
         attributes={**resource_attributes, **own_attributes},
@@ -453,93 +355,17 @@ def _rejection(span_name: str, reason: str) -> Rejection:
     return Rejection(f"span {safe_label(span_name)} {reason}")
 
 
-def _attributes(
-    key_values: Iterable[KeyValue], source: str, depth: int = 0
-) -> dict[str, AttributeValue]:
-    """Key/value pairs as a dict; a repeated key keeps its last value, as OTel SDKs do.
-
-    Strings, ints and doubles (nearly every attribute) are read here; the other kinds go
-    through `_any_value`."""
-    result: dict[str, AttributeValue] = {}
-    for key_value in key_values:
-        key = key_value.key
-        if not key and key_value.key_strindex:
-            raise _Undecodable(
-                f"has a {source} keyed by key_strindex, which only the profiles signal defines"
-            )
-        value = key_value.value
-        which = value.WhichOneof("value")
-        if which == "string_value":
-            result[key] = value.string_value
-        elif which == "int_value":
-            result[key] = value.int_value
-        elif which == "double_value":
-            result[key] = value.double_value
-        else:
-            try:
-                result[key] = _any_value(value, depth)
-            except _Undecodable as exc:
-                raise _Undecodable(f"{source} {safe_label(key)} {exc.reason}") from None
-    return result
-
-
-def _any_value(value: AnyValue, depth: int = 0) -> AttributeValue:
-    """An AnyValue as plain Python: bytes become lower-case hex so every value is JSON-storable.
-
-    `depth` counts the arrays and key/value lists around `value`; past `MAX_NESTING` the span
-    is refused (the recursion itself is bounded by the parsers' own depth limits)."""
-    match value.WhichOneof("value"):
-        case None:
-            return None
-        case "string_value":
-            return value.string_value
-        case "bool_value":
-            return value.bool_value
-        case "int_value":
-            return value.int_value
-        case "double_value":
-            return value.double_value
-        case "bytes_value":
-            return value.bytes_value.hex()
-        case "array_value":
-            _check_depth(depth)
-            return [_any_value(item, depth + 1) for item in value.array_value.values]
-        case "kvlist_value":
-            _check_depth(depth)
-            return _attributes(value.kvlist_value.values, "key", depth + 1)
-        case other:
-            raise _Undecodable(f"uses {other}, which only the profiles signal defines")
-
-
-def _check_depth(depth: int) -> None:
-    if depth >= MAX_NESTING:
-        raise _Undecodable(
-            f"is nested more than {MAX_NESTING} levels deep; flatten it or send it as JSON text"
-        )
-
-
 def _event(event: Span.Event, index: int) -> dict[str, Any]:
     try:
-        attributes = _attributes(event.attributes, "attribute")
-    except _Undecodable as exc:
-        raise _Undecodable(f"event {index} {exc.reason}") from None
-    time = _time(event.time_unix_nano)
+        attributes = read_attributes(event.attributes, "attribute")
+    except Undecodable as exc:
+        raise Undecodable(f"event {index} {exc.reason}") from None
+    time = read_time(event.time_unix_nano)
     return {
         "name": event.name,
         "time": time.isoformat() if time is not None else None,
         "attributes": attributes,
     }
-
-
-def _time(unix_nanos: int) -> datetime | None:
-    """Unix nanoseconds as an aware UTC datetime; 0 means "not set" in OTLP.
-
-    Integer arithmetic, not a float division, so microseconds are exact (nanoseconds are cut,
-    as `datetime` cannot hold them).
-    """
-    if unix_nanos == 0:
-        return None
-    return _EPOCH + timedelta(0, 0, unix_nanos // 1000)  # positional: half the cost of keywords
 
 
 _SPAN_KIND_NAMES: Final[Mapping[int, str]] = {
@@ -555,10 +381,3 @@ _STATUS_CODES: Final[Mapping[int, str]] = {
     Status.StatusCode.STATUS_CODE_ERROR: "error",
 }
 """Status code number → "ok" or "error"; unset (and unknown) codes are absent."""
-
-
-def _encodable(text: str) -> str:
-    """`text` with lone surrogates escaped, so protobuf can encode it as UTF-8."""
-    if _SURROGATE.search(text) is None:
-        return text
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")

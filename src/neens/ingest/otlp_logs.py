@@ -35,20 +35,20 @@ from neens.domain.messages import GENAI_CONTENT_EVENTS
 from neens.domain.spans import Rejection, SpanLogEvent
 from neens.domain.storable import MAX_NESTING, safe_label, unstorable_text_reason
 from neens.errors import InvalidInput
-from neens.ingest.otlp import (
-    _TOO_DEEP,
-    _any_value,
-    _attributes,
-    _encodable,
-    _first,
-    _is_too_deep,
-    _json_too_deep,
-    _parse_dict,
-    _parse_part,
-    _serialize,
-    _ShallowRequest,
-    _time,
-    _Undecodable,
+from neens.ingest.otlp_common import (
+    TOO_DEEP,
+    ShallowRequest,
+    Undecodable,
+    encodable,
+    first_of,
+    is_too_deep,
+    json_too_deep,
+    parse_dict,
+    parse_part,
+    read_any_value,
+    read_attributes,
+    read_time,
+    serialize_response,
 )
 from neens.ingest.otlp_json import HEX, json_lists
 from neens.ingest.records import DecodedLogs
@@ -83,7 +83,7 @@ def decode_logs_protobuf(body: bytes) -> DecodedLogs:
     try:
         request.ParseFromString(body)
     except (DecodeError, RecursionError, ValueError) as exc:
-        if _TOO_DEEP in str(exc):
+        if TOO_DEEP in str(exc):
             return _decode_protobuf_record_by_record(body, exc)
         raise _invalid_protobuf(exc) from exc
     return _decode_request(request, [], 0)
@@ -107,14 +107,14 @@ def decode_logs_json(body: bytes) -> DecodedLogs:
     rejections: list[Rejection] = []
     ignored = 0
     try:
-        _parse_dict(document, request, _JSON_DEPTH)
+        parse_dict(document, request, _JSON_DEPTH)
     except json_format.ParseError as exc:
-        if not _is_too_deep(exc):
+        if not is_too_deep(exc):
             raise _invalid_json(exc) from exc
         ignored = _drop_deep_json_records(document, rejections)
         request = ExportLogsServiceRequest()
         try:
-            _parse_dict(document, request, _JSON_DEPTH)
+            parse_dict(document, request, _JSON_DEPTH)
         except (json_format.ParseError, RecursionError, ValueError, TypeError) as retry:
             raise _invalid_json(retry) from retry
     except (RecursionError, ValueError, TypeError) as exc:
@@ -128,8 +128,8 @@ def encode_logs_response(rejected: int, message: str, *, json: bool) -> bytes:
     response = ExportLogsServiceResponse()
     if rejected > 0 or message:
         response.partial_success.rejected_log_records = rejected
-        response.partial_success.error_message = _encodable(message)
-    return _serialize(response, json=json)
+        response.partial_success.error_message = encodable(message)
+    return serialize_response(response, json=json)
 
 
 def logs_rejections_message(rejections: list[Rejection], *, limit: int = 5) -> str:
@@ -138,7 +138,7 @@ def logs_rejections_message(rejections: list[Rejection], *, limit: int = 5) -> s
         return ""
     noun = "log record" if len(rejections) == 1 else "log records"
     reasons = [rejection.reason for rejection in rejections]
-    return f"{len(rejections)} {noun} rejected: {_first(reasons, limit)}"
+    return f"{len(rejections)} {noun} rejected: {first_of(reasons, limit)}"
 
 
 def _invalid_protobuf(exc: Exception) -> InvalidInput:
@@ -149,7 +149,7 @@ def _invalid_protobuf(exc: Exception) -> InvalidInput:
 
 def _invalid_json(exc: Exception) -> InvalidInput:
     return InvalidInput(
-        f"request body is not a valid OTLP/JSON ExportLogsServiceRequest: {_encodable(str(exc))}"
+        f"request body is not a valid OTLP/JSON ExportLogsServiceRequest: {encodable(str(exc))}"
     )
 
 
@@ -180,15 +180,15 @@ def _drop_deep_json_records(document: dict[str, Any], rejections: list[Rejection
     resource or scope too deep; the number of records ignored."""
     ignored = 0
     for resource_logs in _items(document, "resourceLogs", "resource_logs"):
-        if _json_too_deep(resource_logs.get("resource"), Resource, _JSON_DEPTH - 2):
+        if json_too_deep(resource_logs.get("resource"), Resource, _JSON_DEPTH - 2):
             resource_logs.pop("resource")
         for scope_logs in _items(resource_logs, "scopeLogs", "scope_logs"):
-            if _json_too_deep(scope_logs.get("scope"), InstrumentationScope, _JSON_RECORD_DEPTH):
+            if json_too_deep(scope_logs.get("scope"), InstrumentationScope, _JSON_RECORD_DEPTH):
                 scope_logs.pop("scope")
             for key, records in json_lists(scope_logs, "logRecords", "log_records"):
                 kept = []
                 for record in records:
-                    if isinstance(record, dict) and _json_too_deep(
+                    if isinstance(record, dict) and json_too_deep(
                         record, LogRecord, _JSON_RECORD_DEPTH
                     ):
                         ignored += _deep_record(_json_event_name(record), rejections)
@@ -246,7 +246,7 @@ def _decode_protobuf_record_by_record(body: bytes, original: Exception) -> Decod
     ExportLogsServiceRequest has the wire layout of ExportTraceServiceRequest down to its records
     (resource 1 and scope groups 2, scope 1 and records 2), so traces' shallow request splits it.
     """
-    shallow = _ShallowRequest()
+    shallow = ShallowRequest()
     try:
         shallow.ParseFromString(body)
     except DecodeError as exc:
@@ -256,11 +256,11 @@ def _decode_protobuf_record_by_record(body: bytes, original: Exception) -> Decod
     rejections: list[Rejection] = []
     ignored = 0
     for shallow_resource in shallow.resource_spans:  # type: ignore[attr-defined]
-        _parse_part(Resource, shallow_resource.resource, _REQUEST)  # corrupt bytes are still a 400
+        parse_part(Resource, shallow_resource.resource, _REQUEST)  # corrupt bytes are still a 400
         for shallow_scope in shallow_resource.scope_spans:
-            _parse_part(InstrumentationScope, shallow_scope.scope, _REQUEST)
+            parse_part(InstrumentationScope, shallow_scope.scope, _REQUEST)
             for raw in shallow_scope.spans:
-                record = _parse_part(LogRecord, raw, _REQUEST)
+                record = parse_part(LogRecord, raw, _REQUEST)
                 if record is None:
                     ignored += _deep_record(_protobuf_event_name(raw), rejections)
                 else:
@@ -334,12 +334,12 @@ def _decode_event(record: LogRecord, name: str) -> SpanLogEvent | Rejection:
         if len(value) != size:
             return Rejection(f"{label} has a malformed {what}: {len(value)} bytes, expected {size}")
     try:
-        attributes = _attributes(record.attributes, "attribute")
-        body = _any_value(record.body) if record.HasField("body") else None
-    except _Undecodable as exc:
+        attributes = read_attributes(record.attributes, "attribute")
+        body = read_any_value(record.body) if record.HasField("body") else None
+    except Undecodable as exc:
         return Rejection(f"{label} {exc.reason}")
     attributes.pop(_EVENT_NAME_KEY, None)
-    time = _time(record.time_unix_nano) or _time(record.observed_time_unix_nano)
+    time = read_time(record.time_unix_nano) or read_time(record.observed_time_unix_nano)
     event: dict[str, Any] = {
         "name": name,
         "time": time.isoformat() if time is not None else None,
