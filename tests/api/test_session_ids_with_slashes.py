@@ -69,3 +69,12 @@ async def test_a_path_with_no_id_says_where_the_list_is(
     assert r.status_code == 404, r.text
     assert r.json()["error"]["field"] == "session_id"
     assert "GET /sessions lists them" in r.json()["error"]["message"]
+
+
+async def test_an_unknown_id_thousands_of_characters_long_is_quoted_cut(
+    client: httpx.AsyncClient, ingest_key: CreatedKey
+) -> None:
+    r = await client.get("/sessions/" + "a/" * 3000, headers=auth(ingest_key))
+    assert r.status_code == 404, r.text
+    message = r.json()["error"]["message"]
+    assert message == f"no session '{'a/' * 100}…' in this project"

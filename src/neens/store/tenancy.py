@@ -15,6 +15,7 @@ from sqlalchemy import ColumnElement, Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
+from neens.domain.storable import safe_label
 from neens.errors import NotFound
 from neens.store.models import (
     AgentConnection,
@@ -62,8 +63,11 @@ class Resource(Generic[M]):
     key: str = "id"
 
     def missing(self, ident: str, *, field: str | None = None) -> NotFound:
-        """The one answer for an id this project does not have, created or not."""
-        return NotFound(f"no {self.what} {ident!r} in this project", field=field or self.field)
+        """The one answer for an id this project does not have, created or not; the id is quoted
+        at most 200 characters long (a path can carry thousands)."""
+        return NotFound(
+            f"no {self.what} {safe_label(ident, 200)} in this project", field=field or self.field
+        )
 
     def by_id(self, project_id: str, ident: str) -> Select[M]:
         return in_project(self.entity, project_id).where(getattr(self.entity, self.key) == ident)
