@@ -315,8 +315,10 @@ def test_items_whose_command_fails_or_times_out_are_recorded_as_errors_and_the_r
 ) -> None:
     dataset = neens.golden()
 
+    # The timeout leaves room for an agent that answers to start under a loaded test machine
+    # (it imports the OpenTelemetry SDK, over a second there); the hanging one sleeps a minute.
     broken = neens.create(
-        dataset, "v1", "--concurrency", "3", "--item-timeout", "1",
+        dataset, "v1", "--concurrency", "3", "--item-timeout", "6",
         agent={"AGENT_CRASH": ORDER, "AGENT_HANG": SHOES},
     )  # fmt: skip
 
@@ -331,7 +333,7 @@ def test_items_whose_command_fails_or_times_out_are_recorded_as_errors_and_the_r
     assert reasons[ORDER] == (
         "the command exited with code 3: agent: the model provider refused the request"
     )
-    assert reasons[SHOES].startswith("the command timed out after 1 s (--item-timeout)")
+    assert reasons[SHOES].startswith("the command timed out after 6 s (--item-timeout)")
     assert all(row["recorded"] for row in out["notRun"])
     # The others went on; the failures are errors on the server, and the run finished.
     items = neens.items(out["runId"])
