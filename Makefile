@@ -81,7 +81,7 @@ screenshots: install ## Refresh docs/screenshots from the browser tests (needs c
 		cp test-artifacts/screenshots/$$name.png docs/screenshots/; done
 
 bench: install ## Run the benchmarks (each prints a ratio against its baseline)
-	$(BIN)/python bench/otlp_ingest.py
+	$(BIN)/python bench/otlp_ingest.py --reference
 	$(BIN)/python bench/push_run.py
 	$(BIN)/python bench/reads.py
 	$(BIN)/python bench/sweep.py

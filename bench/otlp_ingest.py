@@ -30,7 +30,10 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +56,12 @@ TARGET_SPANS_PER_S = 10_000
 """Durable spans per second on SQLite at 10 traces per request (the issue's "60x Phoenix")."""
 TARGET_CPU_US_PER_SPAN = 80.0
 TARGET_POSTGRES_VS_SQLITE = 1.5
+REFERENCE_REV = "87f3faf"
+"""The reference build (`--reference`): the server before its ingest path was reworked for CPU,
+which took 154 µs of CPU a span when the 80 µs target was set as half of that."""
+TARGET_CPU_VS_REFERENCE = 0.5
+"""This build's CPU per span over the reference build's, round by round: "half the CPU"
+measured in the same rounds, so a machine running slower or faster that hour moves both."""
 PROTOBUF = "application/x-protobuf"
 REQUEST_TIMEOUT_S = 60.0
 
@@ -227,6 +236,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="also run the Neens of another checkout (e.g. a `git worktree` of main) on SQLite, "
         "interleaved, and print this build's paired ratios against it",
     )
+    parser.add_argument(
+        "--baseline-rev",
+        metavar="REV",
+        default=None,
+        help="as --baseline-src, for a commit of this repository (checked out in a temporary "
+        "git worktree, removed afterwards)",
+    )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help=f"--baseline-rev {REFERENCE_REV} (the reference build), with the target that this "
+        f"build takes at most {TARGET_CPU_VS_REFERENCE}x its CPU per span",
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 rounds of 30")
     parser.add_argument("--sink-port", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -234,6 +256,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.requests = args.requests or (30 if args.quick else 200)
     if min(args.rounds, args.requests, args.traces_per_request, args.concurrency) < 1:
         parser.error("--rounds, --requests, --traces-per-request and --concurrency must be >= 1")
+    if args.reference:
+        if args.baseline_rev not in (None, REFERENCE_REV):
+            parser.error("--reference is --baseline-rev " + REFERENCE_REV + ": give one of them")
+        args.baseline_rev = REFERENCE_REV
+    if args.baseline_rev is not None and args.baseline_src is not None:
+        parser.error("--baseline-src and --baseline-rev each name the baseline: give one")
     if args.baseline_src is not None:
         args.baseline_src = args.baseline_src.resolve()
         if not (args.baseline_src / "src" / "neens" / "__init__.py").is_file():
@@ -347,9 +375,17 @@ def report(targets: list[Target], args: argparse.Namespace, processes: int) -> b
             for n, b in zip(neens.runs, baseline.runs, strict=True)
         ]
         console.print(
-            f"this build / {args.baseline_src} per round: CPU per span {_spread(cpu_ratio)}, "
+            f"this build / {args.baseline_label} per round: CPU per span {_spread(cpu_ratio)}, "
             f"spans/s {_spread(rate_ratio)}"
         )
+        if args.reference:
+            verdicts.append(
+                (
+                    f"{neens.name} CPU per span over the reference build's per round "
+                    f"{_spread(cpu_ratio)} (target <= {TARGET_CPU_VS_REFERENCE}x)",
+                    statistics.median(cpu_ratio) <= TARGET_CPU_VS_REFERENCE,
+                )
+            )
     if (pg := by_name.get(POSTGRES)) is not None:
         pg_paired = [
             neens.spans_per_s(n, spans_per_request) / pg.spans_per_s(p, spans_per_request)
@@ -391,6 +427,42 @@ def _baseline_target(ws: _support.Workspace, checkout: Path) -> Target:
     return Target(BASELINE, server, {"Authorization": f"Bearer {key}"}, url)
 
 
+@contextmanager
+def _checkout(args: argparse.Namespace) -> Iterator[Path | None]:
+    """The baseline's checkout: `--baseline-src` as given, or `--baseline-rev` in a temporary
+    git worktree of this repository (removed on the way out); None without either."""
+    if args.baseline_rev is None:
+        args.baseline_label = str(args.baseline_src)
+        yield args.baseline_src
+        return
+    with tempfile.TemporaryDirectory(prefix="neens-bench-baseline-") as tmp:
+        with _worktree(args.baseline_rev, Path(tmp) / "checkout") as where:
+            args.baseline_label = args.baseline_rev
+            yield where
+
+
+@contextmanager
+def _worktree(rev: str, where: Path) -> Iterator[Path]:
+    git = ["git", "-C", str(REPO_ROOT)]
+    added = subprocess.run(
+        [*git, "worktree", "add", "--detach", str(where), rev],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if added.returncode != 0:
+        raise RuntimeError(
+            f"could not check out {rev} for the baseline (it needs this repository's git "
+            f"history): {added.stderr.strip()}"
+        )
+    try:
+        yield where
+    finally:
+        subprocess.run(
+            [*git, "worktree", "remove", "--force", str(where)], capture_output=True, check=False
+        )
+
+
 def _reset_postgres(url: str) -> None:
     engine = sqlalchemy.create_engine(url)
     try:
@@ -419,7 +491,8 @@ def run(args: argparse.Namespace) -> int:
         f"Built {sum(map(len, rounds)) + len(warmup):,} requests ({size / 1024:,.0f} KB each) "
         f"in {time.perf_counter() - t0:.1f}s"
     )
-    with _support.workspace(None) as ws:
+    # The baseline's checkout outlives the workspace, whose servers (one runs from it) stop first.
+    with ExitStack() as stack, _support.workspace(None) as ws:
         try:
             key = ws.create_api_key()
             sink_port, neens_port = _support.free_port(), _support.free_port()
@@ -451,8 +524,9 @@ def run(args: argparse.Namespace) -> int:
                         args.postgres,
                     )
                 )
-            if args.baseline_src:
-                targets.append(_baseline_target(ws, args.baseline_src))
+            checkout = stack.enter_context(_checkout(args))
+            if checkout is not None:
+                targets.append(_baseline_target(ws, checkout))
             ws.wait_healthy()
             processes = choose_client_processes(targets[0], warmup, args)
             for t in targets[1:]:  # warm-up: untimed, its spans counted as accepted
