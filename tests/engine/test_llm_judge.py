@@ -99,6 +99,18 @@ async def test_the_api_key_and_max_tokens_are_sent_when_given() -> None:
     assert server.calls[0].body["max_tokens"] == 64
 
 
+async def test_a_query_in_the_base_url_is_sent_with_every_call() -> None:
+    """Azure OpenAI and some gateways take the API version as a query (`?api-version=...`):
+    it stays a query on the completions path instead of being glued to the path."""
+    with serve_one(ChatModel('{"score": 1}', path="/openai/v1/chat/completions")) as server:
+        base = server.base_url + "?api-version=2024-10-21&a=1&a=2#not-sent"
+        verdict = await judge_with_llm(endpoint(base), TEMPLATE, CASE)
+    assert verdict.score == 1.0, verdict.unscored_reason
+    [call] = server.calls
+    assert call.path == "/openai/v1/chat/completions"
+    assert call.query == {"api-version": ["2024-10-21"], "a": ["1", "2"]}
+
+
 async def test_the_reply_may_depend_on_the_prompt() -> None:
     def grade(body: dict[str, Any]) -> str:
         right = "Answer: 4" in body["messages"][-1]["content"]

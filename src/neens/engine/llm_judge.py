@@ -38,6 +38,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit, urlunsplit
 
 from neens.domain.judges import (
     JudgeCase,
@@ -163,6 +164,21 @@ async def classify_with_llm(
     return dataclasses.replace(parse_label_reply(reply, labels), prompt=prompt)
 
 
+def _split_query(base_url: str) -> tuple[str, str]:
+    """The base URL without its query and fragment, and its query as sent.
+
+    The client appends `/chat/completions` to the base URL's path and query alike, so a query
+    (Azure OpenAI's `?api-version=...`) would end up glued to the path; the HTTP client sends
+    it apart, as it is (repeated keys and their order kept), with every call."""
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:  # a malformed host: the client says what is wrong with it
+        return base_url, ""
+    if not parts.query and not parts.fragment:
+        return base_url, ""
+    return urlunsplit(parts._replace(query="", fragment="")), parts.query
+
+
 def _call_failed(prompt: str, why: str) -> Verdict:
     return Verdict.unscored(
         "judge_call_failed", f"the judge endpoint could not be used: {why}", prompt=prompt
@@ -172,6 +188,7 @@ def _call_failed(prompt: str, why: str) -> Verdict:
 async def _complete(endpoint: LlmEndpoint, system: str, prompt: str) -> str | Verdict:
     """The model's reply text, or the unscored verdict saying why there is none."""
     openai = await _openai()
+    base_url, query = _split_query(endpoint.base_url)
     messages: list[ChatCompletionMessageParam] = [
         {"role": "system", "content": system},
         {"role": "user", "content": prompt},
@@ -180,11 +197,11 @@ async def _complete(endpoint: LlmEndpoint, system: str, prompt: str) -> str | Ve
         async with (
             asyncio.timeout(endpoint.timeout_s),
             openai.AsyncOpenAI(
-                base_url=endpoint.base_url,
+                base_url=base_url,
                 api_key=endpoint.api_key or "unused",
                 timeout=endpoint.timeout_s,
                 max_retries=MAX_RETRIES,
-                http_client=_http_client(openai, endpoint),
+                http_client=_http_client(openai, endpoint, query),
             ) as client,
         ):
             # Two calls rather than a "not given" sentinel, whose name changed across openai 1.x.
@@ -227,7 +244,7 @@ async def _openai() -> Any:
 _openai_module: Any = None
 
 
-def _http_client(openai: Any, endpoint: LlmEndpoint) -> Any:
+def _http_client(openai: Any, endpoint: LlmEndpoint, query: str) -> Any:
     """The `openai` client's HTTP client, with the destination guard in its transport.
 
     Built from the client class `openai` itself uses (its HTTP package differs across
@@ -243,6 +260,8 @@ def _http_client(openai: Any, endpoint: LlmEndpoint) -> Any:
         "timeout": endpoint.timeout_s,
         "follow_redirects": False,
     }
+    if query:
+        options["params"] = query  # the base URL's query (`_split_query`)
     return client_class(**options)
 
 
