@@ -62,11 +62,22 @@ export async function datasetsPushCommand(args: Parsed, env: Record<string, stri
   const client = NeensClient.fromEnv(env);
   client.onRetry = sayRetrying();
   // The body exactly as the client will send it: JSON.stringify, as UTF-8.
-  await refuseOverTheLimit(client, file, Buffer.byteLength(JSON.stringify({ items, golden }), "utf8"));
+  const size = Buffer.byteLength(JSON.stringify({ items, golden }), "utf8");
+  await refuseOverTheLimit(client, file, size);
+  const [dataset, created] = await findOrCreateDataset(client, name);
   let result: PushResult;
   try {
-    result = await pushDataset(client, name, items, golden);
+    result = await pushVersion(client, dataset, created, items, golden);
   } catch (error) {
+    if (error instanceof ApiError && error.status === 413) {
+      // A server older than `maxRequestBytes` in /healthz tells its limit only now.
+      const datasetId = String(dataset["id"]);
+      const leftEmpty = created ? `; the dataset ${name} (${datasetId}), created by this push, has no version yet` : "";
+      throw new ConfigError(
+        `${file}: the upload is ${describeBytes(size)}, over the server's request size limit ` +
+          `(NEENS_MAX_REQUEST_BYTES, 16 MiB by default) [HTTP 413 ${error.code}]; ${SPLIT_HINT}${leftEmpty}`,
+      );
+    }
     // The server names a refused item by position (`items[6].input`); point at its line.
     const match = error instanceof ApiError ? /^items\[(\d+)\]/.exec(error.field ?? "") : null;
     if (!(error instanceof ApiError) || error.status !== 422 || match === null || Number(match[1]) >= numbered.length) throw error;
@@ -204,6 +215,11 @@ export function parseItem(line: string, where: string): Json {
 /** Create a new version of dataset `name` holding `items`, creating the dataset if needed. */
 export async function pushDataset(client: Client, name: string, items: Json[], golden: boolean): Promise<PushResult> {
   const [dataset, created] = await findOrCreateDataset(client, name);
+  return pushVersion(client, dataset, created, items, golden);
+}
+
+/** Create a new version of `dataset` (found, or `created` by this push) holding `items`. */
+async function pushVersion(client: Client, dataset: Json, created: boolean, items: Json[], golden: boolean): Promise<PushResult> {
   const datasetId = field(dataset, "id", "string", "the dataset") as string;
   const path = `/datasets/${percentEncode(datasetId)}/versions`;
   const version = await client.post(path, { items, golden });

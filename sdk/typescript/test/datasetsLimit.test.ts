@@ -108,9 +108,9 @@ test("the limit is asked only for an upload over 1024 bytes, the lowest a server
     assert.deepEqual(asked.paths, ["GET /healthz", "GET /datasets", "POST /datasets/ds_1/versions"]);
   }));
 
-test("a server without the field (older than it) is sent the upload as before, 413 and all", () =>
+test("a server without the field (older than it) is sent the upload; its 413 says the size and what to do", () =>
   inTmp(async (dir) => {
-    const [file] = itemsFile(dir, Array(5).fill("x".repeat(1000)));
+    const [file, size] = itemsFile(dir, Array(5).fill("x".repeat(1000)));
     const tooLarge = { error: { code: "payload_too_large", message: "request body is over" } };
     const outcome = await push(dir, file, [
       ["GET", "/healthz", 200, health()],
@@ -119,8 +119,21 @@ test("a server without the field (older than it) is sent the upload as before, 4
       ["POST", "/datasets/ds_1/versions", 413, tooLarge],
     ]);
     assert.equal(outcome.code, 2);
-    assert.ok(outcome.stderr.includes("[HTTP 413 payload_too_large]"), outcome.stderr);
+    assert.equal(
+      outcome.stderr,
+      `neens: error: ${file}: the upload is ${size} bytes, over the server's request size limit ` +
+        `(NEENS_MAX_REQUEST_BYTES, 16 MiB by default) [HTTP 413 payload_too_large]; ${SPLIT_HINT}; ` +
+        "the dataset support-golden (ds_1), created by this push, has no version yet\n",
+    );
     assert.deepEqual(outcome.paths, ["GET /healthz", "GET /datasets", "POST /datasets", "POST /datasets/ds_1/versions"]);
+    // Into a dataset that was already there, nothing is said to be left empty.
+    const existing = await push(dir, file, [
+      ["GET", "/healthz", 200, health()],
+      ["GET", "/datasets", 200, { datasets: [DATASET] }],
+      ["POST", "/datasets/ds_1/versions", 413, tooLarge],
+    ]);
+    assert.equal(existing.code, 2);
+    assert.ok(existing.stderr.endsWith(`[HTTP 413 payload_too_large]; ${SPLIT_HINT}\n`), existing.stderr);
   }));
 
 for (const [name, status, body] of [
