@@ -8,6 +8,7 @@ from typing import Any, cast
 
 import pytest
 from sqlalchemy import Connection, Table, insert, select
+from sqlalchemy.exc import DataError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.store.db import Database
@@ -36,10 +37,11 @@ def _values(project_id: str, trace_id: str, n: int) -> dict[str, Any]:
         "models": [["gpt-4o", "claude-sonnet-4"], [], ["modèle ✓"]][n % 3],
         "input_tokens": [1000, None, 2**63 - 1][n % 3],
         "output_tokens": [200, None, 0][n % 3],
-        "latency_ms": [900.5, None, 1e-7][n % 3],
+        # Four long, so one batch mixes ints and floats in a float column.
+        "latency_ms": [900.5, None, 1e-7, 7][n % 4],
         "step_count": n,
         "span_count": n + 1,
-        "cost_usd": [0.0123456789012345, None, 1e23][n % 3],
+        "cost_usd": [0.0123456789012345, None, 1e23, 0][n % 4],
         "cost_status": ["complete", "no_llm_calls", "partial"][n % 3],
         "unpriced": [[], [], ["modèle ✓"]][n % 3],
         "status": ["ok", "error", "ok"][n % 3],
@@ -141,3 +143,27 @@ async def test_a_naive_datetime_is_refused_as_by_the_typed_column(db: Database) 
     values = _values("p", "t", 0) | {"created_at": datetime(2026, 1, 1)}  # noqa: DTZ001
     with pytest.raises(ValueError, match="naive datetime"):
         session_row(db.dialect, values)
+
+
+async def test_a_value_over_its_columns_length_is_refused_or_kept_whole_never_cut(
+    db: Database, ingest_key: CreatedKey, dialect: str
+) -> None:
+    """PostgreSQL refuses a `varchar(500)` value of 501 characters (a `DataError`, which ingest
+    turns into that trace's rejection); SQLite keeps it whole. Neither stores it cut short, as a
+    cast of the bound array to `varchar(500)[]` would."""
+    project = ingest_key.project_id
+    long_name = "a" * 500 + "b"
+    values = _values(project, "long-agent", 0) | {"agent_name": long_name}
+
+    def write(conn: Connection) -> dict[tuple[str, str], int]:
+        return insert_new_sessions(conn, [session_row(dialect, values)])
+
+    if dialect == "postgresql":
+        with pytest.raises(DataError, match="too long"):
+            await db.run_write(write)
+        async with db.read() as s:
+            assert await _stored(s, project) == {}
+    else:
+        await db.run_write(write)
+        async with db.read() as s:
+            assert (await _stored(s, project))["long-agent"].agent_name == long_name

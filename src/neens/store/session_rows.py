@@ -4,7 +4,7 @@ Most traces arrive in one request, so nearly every ingest batch creates its sess
 Through SQLAlchemy's typed INSERT, binding a row (29 values, a processor for each datetime and
 JSON column) cost as much as the span rows of its trace; here, as for spans (`store.span_rows`),
 a row is a tuple holding exactly what those processors would have produced, and the rows go in
-multi-row INSERTs (`store.driver_rows`) that return the keys of the rows they created.
+INSERTs (`store.driver_rows`) that return the keys of the rows they created.
 
 A row whose (project, trace) already exists is skipped (`ON CONFLICT DO NOTHING`) and returns
 nothing, which is how the caller tells new traces from ones it has to merge into.
@@ -14,11 +14,19 @@ tests/store/test_session_rows.py writes the same sessions both ways and compares
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Table
 
-from neens.store.driver_rows import chunks, flat, postgres_time, sqlite_time, values_clause
+from neens.store.driver_rows import (
+    array_insert,
+    chunks,
+    flat,
+    postgres_time,
+    sqlite_time,
+    values_clause,
+)
+from neens.store.models import TraceSession
 from neens.store.types import json_dumps
 
 SUMMARY_COLUMNS: Final = (
@@ -72,27 +80,30 @@ def session_row(dialect: str, values: Mapping[str, Any]) -> SessionRow:
 
 
 def insert_new_sessions(conn: Connection, rows: Sequence[SessionRow]) -> dict[SessionKey, int]:
-    """Insert the rows whose (project, trace) is not stored yet, in multi-row INSERTs; returns
-    the pk of each row inserted, by its key."""
-    pks: dict[SessionKey, int] = {}
-    for chunk in chunks(rows, len(COLUMNS)):
-        result = conn.exec_driver_sql(_sql(conn.dialect.name, len(chunk)), flat(chunk))
-        pks.update({(project_id, trace_id): pk for pk, project_id, trace_id in result})
-    return pks
+    """Insert the rows whose (project, trace) is not stored yet (`store.driver_rows`: one
+    statement on PostgreSQL, multi-row INSERTs on SQLite); returns the pk of each row
+    inserted, by its key."""
+    if not rows:
+        return {}
+    if conn.dialect.name == "postgresql":
+        results = [conn.exec_driver_sql(_POSTGRES_INSERT.sql, _POSTGRES_INSERT.bind(rows))]
+    else:
+        results = [
+            conn.exec_driver_sql(_sqlite_sql(len(chunk)), flat(chunk))
+            for chunk in chunks(rows, len(COLUMNS))
+        ]
+    return {(project_id, trace_id): pk for result in results for pk, project_id, trace_id in result}
 
 
-_statements: dict[tuple[str, int], str] = {}
+_SUFFIX: Final = "ON CONFLICT (project_id, trace_id) DO NOTHING RETURNING pk, project_id, trace_id"
+_POSTGRES_INSERT: Final = array_insert(cast(Table, TraceSession.__table__), COLUMNS, _SUFFIX)
+_statements: dict[int, str] = {}
 
 
-def _sql(dialect: str, rows: int) -> str:
-    key = (dialect, rows)
-    if key not in _statements:
-        if dialect == "postgresql":
-            marks = ["CAST(%s AS jsonb)" if c in _JSON_COLUMNS else "%s" for c in COLUMNS]
-        else:
-            marks = ["?"] * len(COLUMNS)
-        _statements[key] = (
-            f"INSERT INTO sessions ({', '.join(COLUMNS)}) {values_clause(marks, rows)} "
-            "ON CONFLICT (project_id, trace_id) DO NOTHING RETURNING pk, project_id, trace_id"
+def _sqlite_sql(rows: int) -> str:
+    if rows not in _statements:
+        marks = ", ".join(["?"] * len(COLUMNS))
+        _statements[rows] = (
+            f"INSERT INTO sessions ({', '.join(COLUMNS)}) {values_clause([marks], rows)} {_SUFFIX}"
         )
-    return _statements[key]
+    return _statements[rows]

@@ -1,4 +1,5 @@
-"""The span INSERT of ingest, executed with the driver's own `executemany`.
+"""The span INSERT of ingest, through the driver: its own `executemany` on SQLite, one INSERT
+of a batch's spans as arrays on PostgreSQL (`store.driver_rows`).
 
 Ingest writes every span it accepts, and SQLAlchemy's per-row bind processing (a JSON encoder
 per JSON column, a formatter and a type decorator per datetime, a processor lookup per value)
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Table
 
 from neens.domain.spans import SpanRecord
-from neens.store.driver_rows import postgres_time, sqlite_time
+from neens.store.driver_rows import array_insert, postgres_time, sqlite_time
+from neens.store.models import Span
 from neens.store.types import json_dumps
 
 COLUMNS: Final = (
@@ -41,25 +43,18 @@ COLUMNS: Final = (
     "model",
 )
 """The columns each row gives, in its order (every column of `spans` but the key)."""
-_JSON_COLUMNS: Final = frozenset({"attributes", "resource_attributes", "events"})
 
 SpanRow = tuple[Any, ...]
 
 
-def _insert_sql(dialect: str) -> str:
-    """The INSERT for `dialect`: a span already stored (same session and span id) is kept as
-    first received, as with `ON CONFLICT DO NOTHING` in `store.sessions`."""
-    if dialect == "postgresql":
-        marks = ["CAST(%s AS jsonb)" if c in _JSON_COLUMNS else "%s" for c in COLUMNS]
-    else:
-        marks = ["?"] * len(COLUMNS)
-    return (
-        f"INSERT INTO spans ({', '.join(COLUMNS)}) VALUES ({', '.join(marks)}) "
-        "ON CONFLICT (session_pk, span_id) DO NOTHING"
-    )
-
-
-_SQL: Final = {dialect: _insert_sql(dialect) for dialect in ("sqlite", "postgresql")}
+_CONFLICT: Final = "ON CONFLICT (session_pk, span_id) DO NOTHING"
+"""A span already stored (same session and span id) is kept as first received, as with
+`ON CONFLICT DO NOTHING` in `store.sessions`."""
+_SQLITE_SQL: Final = (
+    f"INSERT INTO spans ({', '.join(COLUMNS)}) VALUES ({', '.join(['?'] * len(COLUMNS))}) "
+    + _CONFLICT
+)
+_POSTGRES_INSERT: Final = array_insert(cast(Table, Span.__table__), COLUMNS, _CONFLICT)
 
 
 _dumps = json_dumps
@@ -133,10 +128,15 @@ def span_row(dialect: str, session_pk: int, record: SpanRecord, model: str | Non
 
 
 def insert_spans(conn: Connection, rows: Sequence[SpanRow]) -> None:
-    """Insert rows made by `span_row` for this connection's dialect, in one `executemany`.
+    """Insert rows made by `span_row` for this connection's dialect: in one `executemany` on
+    SQLite, in one statement binding a column per array on PostgreSQL (`store.driver_rows`).
 
     Through `exec_driver_sql`, so a value the database refuses still raises SQLAlchemy's
     `DataError` (which ingest turns into per-trace rejections).
     """
-    if rows:
-        conn.exec_driver_sql(_SQL[conn.dialect.name], list(rows))
+    if not rows:
+        return
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(_POSTGRES_INSERT.sql, _POSTGRES_INSERT.bind(rows))
+    else:
+        conn.exec_driver_sql(_SQLITE_SQL, list(rows))
