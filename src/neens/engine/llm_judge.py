@@ -168,7 +168,7 @@ def _split_query(base_url: str) -> tuple[str, str]:
     """The base URL without its query and fragment, and its query as sent.
 
     The client appends `/chat/completions` to the base URL's path and query alike, so a query
-    (Azure OpenAI's `?api-version=...`) would end up glued to the path; the HTTP client sends
+    (a gateway's `?api-version=...`) would end up glued to the path; the HTTP client sends
     it apart, as it is (repeated keys and their order kept), with every call."""
     try:
         parts = urlsplit(base_url)

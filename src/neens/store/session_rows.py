@@ -86,13 +86,16 @@ def insert_new_sessions(conn: Connection, rows: Sequence[SessionRow]) -> dict[Se
     if not rows:
         return {}
     if conn.dialect.name == "postgresql":
-        results = [conn.exec_driver_sql(_POSTGRES_INSERT.sql, _POSTGRES_INSERT.bind(rows))]
+        statements = [(_POSTGRES_INSERT.sql, _POSTGRES_INSERT.bind(rows))]
     else:
-        results = [
-            conn.exec_driver_sql(_sqlite_sql(len(chunk)), flat(chunk))
-            for chunk in chunks(rows, len(COLUMNS))
-        ]
-    return {(project_id, trace_id): pk for result in results for pk, project_id, trace_id in result}
+        statements = [(_sqlite_sql(len(c)), flat(c)) for c in chunks(rows, len(COLUMNS))]
+    pks: dict[SessionKey, int] = {}
+    for sql, values in statements:
+        # Read each statement's rows before the next runs: SQLite inserts a RETURNING row as
+        # it is fetched.
+        result = conn.exec_driver_sql(sql, values)
+        pks.update({(project_id, trace_id): pk for pk, project_id, trace_id in result})
+    return pks
 
 
 _SUFFIX: Final = "ON CONFLICT (project_id, trace_id) DO NOTHING RETURNING pk, project_id, trace_id"
