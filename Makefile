@@ -42,7 +42,9 @@ serve: install ## Run the server on the embedded SQLite database (http://127.0.0
 # processes ran the suite in 12.5 minutes where 2 took 16.5, with less CPU in all. Tests marked
 # `alone` (they kill workers and servers and time leases and restarts, which a loaded machine
 # would make late) run after the rest, one at a time.
-# `make test TEST_WORKERS=0` runs everything in this process, one at a time.
+# A module whose tests share one seeded server (tests/web) is an `xdist_group`, kept in one
+# process by `--dist loadgroup`. `make test TEST_WORKERS=0` runs everything in this process, one
+# at a time.
 TEST_WORKERS ?= $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN) * 2 )))
 
 # The suite starts hundreds of Python processes (the CLI, servers, workers): let them reuse
@@ -53,7 +55,7 @@ test: export PYTHONDONTWRITEBYTECODE :=
 test: export PYDANTIC_DISABLE_PLUGINS := logfire-plugin
 
 test: install test-ts ## Run the whole test suite on SQLite and PostgreSQL, and the TypeScript SDK's
-	$(BIN)/pytest -n $(TEST_WORKERS) -m "not alone" $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -m "not alone" $(PYTEST_ARGS)
 	$(BIN)/pytest -m alone $(PYTEST_ARGS)
 
 # The TypeScript SDK (sdk/typescript) with the machine's Node (20 or later) and npm: `npm ci` from

@@ -2,8 +2,9 @@
 the app in-process, keys, and a live server on loopback.
 
 Every test that asks for `database_url` (directly or through `db`, `client`, `live_server`)
-runs once per dialect. Set NEENS_TEST_POSTGRES_URL to use another PostgreSQL server; with
-NEENS_REQUIRE_POSTGRES=1 (as CI sets) a missing server fails the run instead of skipping.
+runs once per dialect (once, on SQLite, where tests/support/sqlite_only.py says why). Set
+NEENS_TEST_POSTGRES_URL to use another PostgreSQL server; with NEENS_REQUIRE_POSTGRES=1 (as CI
+sets) a missing server fails the run instead of skipping.
 """
 
 from __future__ import annotations

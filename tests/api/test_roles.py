@@ -17,6 +17,7 @@ import pytest
 from neens.store.keys import CreatedKey
 from tests.conftest import auth
 from tests.support.openapi import document as openapi_document
+from tests.support.sqlite_only import sqlite_only
 
 ROOT = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^\| `(GET|POST|PUT|PATCH|DELETE) (/\S*)` \| ([^|]+) \|$")
@@ -249,6 +250,9 @@ READ_ROUTES = [route for route in ROUTES if route[0] == "GET"]
 WRITE_ROUTES = [route for route in ROUTES if route[0] != "GET"]
 
 
+@sqlite_only(
+    "roles are decided before any query; test_tenancy.py checks every route on both databases"
+)
 async def test_each_role_gets_what_the_table_says_on_every_read_route(
     client: httpx.AsyncClient, keys: dict[str, CreatedKey]
 ) -> None:
@@ -263,6 +267,9 @@ async def test_each_role_gets_what_the_table_says_on_every_read_route(
     assert not found, "\n".join(found)
 
 
+@sqlite_only(
+    "roles are decided before any query; test_tenancy.py checks every route on both databases"
+)
 @pytest.mark.parametrize("route", WRITE_ROUTES, ids=lambda r: f"{r[0]} {r[1]}")
 async def test_each_role_gets_what_the_table_says_on_a_write_route(
     client: httpx.AsyncClient, keys: dict[str, CreatedKey], route: tuple[str, str]

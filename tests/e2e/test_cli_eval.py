@@ -29,6 +29,7 @@ from neens.settings import Settings
 from neens.store.keys import CreatedKey
 from tests.support.agent_cmd import ANSWERS
 from tests.support.live import LiveServer, free_port, serve_in_thread
+from tests.support.sqlite_only import sqlite_only
 
 pytestmark = pytest.mark.e2e
 
@@ -235,6 +236,9 @@ def test_concurrent_items_each_carry_their_own_item_id_merged_into_the_users_att
     assert {row["input"]: row["output"] for row in rows} == ANSWERS
 
 
+@sqlite_only(
+    "the subject is the SDK's settings; tests/api/test_traces.py ingests on both databases"
+)
 def test_with_only_the_two_variables_set_the_agent_exports_to_neens_with_the_key(
     neens: Neens,
 ) -> None:
@@ -266,6 +270,9 @@ def test_a_candidate_below_the_min_pass_rate_fails_the_server_gate_and_exits_1(
     assert "/preprod-evals/ppr_" in result.stdout
 
 
+@sqlite_only(
+    "the subject is the exit code; tests/api/test_preprod_compare.py gates on both databases"
+)
 def test_no_gate_prints_the_failed_gate_but_exits_0(neens: Neens) -> None:
     dataset = neens.golden()
     failed = neens.create(dataset, "v2", "--min-pass-rate", "0.9", agent={"AGENT_WRONG": ORDER})
@@ -310,6 +317,9 @@ def test_an_item_the_baseline_passed_and_the_candidate_fails_is_a_regression(
 # --- items that cannot be run ----------------------------------------------------------------
 
 
+@sqlite_only(
+    "the subject is the CLI's commands; tests/api/test_preprod_runner.py records errors on both"
+)
 def test_items_whose_command_fails_or_times_out_are_recorded_as_errors_and_the_run_finishes(
     neens: Neens,
 ) -> None:
@@ -367,6 +377,7 @@ time.sleep(20)
 """
 
 
+@sqlite_only("the subject is the CLI's signal handling")
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
 def test_an_interrupt_stops_the_running_command_and_starts_no_other(
     neens: Neens, tmp_path: Path, signal_name: str
@@ -411,6 +422,7 @@ def test_an_interrupt_stops_the_running_command_and_starts_no_other(
 # --- exit codes 2 and 3 -----------------------------------------------------------------------
 
 
+@sqlite_only("refused before anything is written")
 def test_usage_and_configuration_errors_exit_2_with_one_line_and_create_nothing(
     neens: Neens, tmp_path: Path
 ) -> None:
@@ -468,6 +480,7 @@ def test_a_server_that_cannot_be_reached_exits_3(tmp_path: Path) -> None:
     assert "could not reach Neens" in result.stderr
 
 
+@sqlite_only("the subject is the CLI's wait")
 def test_a_timeout_while_waiting_exits_3_and_says_no_trace_arrived(neens: Neens) -> None:
     dataset = neens.golden()
 
@@ -485,6 +498,7 @@ def test_a_timeout_while_waiting_exits_3_and_says_no_trace_arrived(neens: Neens)
     assert "No trace reached the run" in result.stderr
 
 
+@sqlite_only("the subject is the CLI's wait")
 def test_a_server_that_goes_away_while_waiting_exits_3(
     database_url: str, key: CreatedKey, tmp_path: Path
 ) -> None:
@@ -541,6 +555,9 @@ EVERY_RULE = {
 HEAVIER = {"AGENT_INPUT_TOKENS": "1000", "AGENT_LATENCY_MS": "1800", "AGENT_TOOLS": "3"}
 
 
+@sqlite_only(
+    "the CLI checks the policy; tests/api/test_preprod_compare.py compares on both databases"
+)
 def test_every_rule_type_is_checked_over_the_comparison_metrics_and_items(neens: Neens) -> None:
     dataset = neens.golden()
     baseline = neens.create(dataset, "v1")
@@ -596,6 +613,9 @@ def test_every_rule_type_is_checked_over_the_comparison_metrics_and_items(neens:
     assert row.split()[:5] == ["FAIL", "warn", "cost.max_delta_pct", "+71.4%", "+20.0%"]
 
 
+@sqlite_only(
+    "the CLI checks the policy; tests/api/test_preprod_compare.py compares on both databases"
+)
 def test_a_convenience_flag_injects_a_block_rule_that_replaces_the_files_rule(
     neens: Neens,
 ) -> None:
@@ -626,6 +646,9 @@ def test_a_convenience_flag_injects_a_block_rule_that_replaces_the_files_rule(
     assert latency.rules()["latency.max_delta_pct"]["status"] == "pass"
 
 
+@sqlite_only(
+    "the CLI checks the policy; tests/api/test_preprod_compare.py compares on both databases"
+)
 def test_failures_and_scores_rules_block_or_warn_as_their_severity_says(neens: Neens) -> None:
     dataset = neens.golden()
     run = neens.create(dataset, "v1", agent={"AGENT_WRONG": CANADA})
@@ -656,6 +679,9 @@ def test_failures_and_scores_rules_block_or_warn_as_their_severity_says(neens: N
     assert (warned["status"], warned["severity"], warned["blocking"]) == ("fail", "warn", False)
 
 
+@sqlite_only(
+    "the CLI checks the policy; tests/api/test_preprod_compare.py compares on both databases"
+)
 def test_a_metric_rule_reads_the_judges_given_with_judge(neens: Neens) -> None:
     dataset = neens.golden()
     with neens.admin_api() as api:
@@ -674,6 +700,9 @@ def test_a_metric_rule_reads_the_judges_given_with_judge(neens: Neens) -> None:
     assert rule["status"] == "pass"
 
 
+@sqlite_only(
+    "the CLI checks the policy; tests/api/test_preprod_compare.py compares on both databases"
+)
 def test_a_block_metric_rule_no_judge_of_the_run_produces_fails_the_gate(neens: Neens) -> None:
     dataset = neens.golden()
     policy = neens.policy({"rules": [{"metric": "faithfulness", "min_avg": 0.8}]})
@@ -690,6 +719,9 @@ def test_a_block_metric_rule_no_judge_of_the_run_produces_fails_the_gate(neens: 
     ]
 
 
+@sqlite_only(
+    "the CLI checks the policy; tests/api/test_preprod_compare.py compares on both databases"
+)
 def test_a_cost_rule_without_priced_sessions_is_skipped_never_passed(neens: Neens) -> None:
     dataset = neens.golden()
     policy = neens.policy(
@@ -707,6 +739,9 @@ def test_a_cost_rule_without_priced_sessions_is_skipped_never_passed(neens: Neen
     assert result.json["gate"]["costRules"][0]["status"] == "skipped"
 
 
+@sqlite_only(
+    "the CLI checks the policy; tests/api/test_preprod_compare.py compares on both databases"
+)
 def test_on_missing_baseline_warns_by_default_and_blocks_or_passes_as_declared(
     neens: Neens,
 ) -> None:
@@ -762,6 +797,7 @@ on_missing_baseline: pass
 """
 
 
+@sqlite_only("the subject is reading the policy file")
 def test_a_yaml_policy_from_neens_gate_policy_means_the_same_as_its_json_twin(
     neens: Neens,
 ) -> None:
@@ -794,6 +830,7 @@ def test_a_yaml_policy_from_neens_gate_policy_means_the_same_as_its_json_twin(
         ('{"rules": [', "not valid JSON"),
     ],
 )
+@sqlite_only("refused before anything is written")
 def test_a_bad_policy_is_a_usage_error_naming_the_rule_and_creates_no_run(
     neens: Neens, policy: object, message: str
 ) -> None:
@@ -848,6 +885,7 @@ def _as_in_ci(script: str, dataset: str) -> str:
     return script.replace("support-golden", dataset).replace("python -m myagent", " ".join(AGENT))
 
 
+@sqlite_only("the subject is the docs' CI step; the push it makes runs on both databases above")
 def test_the_github_actions_step_of_docs_ci_works_as_written(neens: Neens) -> None:
     dataset = neens.golden()
     steps = _ci_blocks()[0]["jobs"]["preprod-eval"]["steps"]
@@ -874,6 +912,7 @@ def test_the_github_actions_step_of_docs_ci_works_as_written(neens: Neens) -> No
     assert run["baseline"] == {"kind": "prod_window", "range": "7d"}
 
 
+@sqlite_only("the subject is the docs' CI job; the push it makes runs on both databases above")
 def test_the_gitlab_job_of_docs_ci_works_as_written(neens: Neens) -> None:
     dataset = neens.golden()
     job = _ci_blocks()[1]["preprod-eval"]

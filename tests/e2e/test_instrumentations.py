@@ -27,8 +27,14 @@ import pytest
 from neens.demo.endpoints import ChatModel, Reply, serve_one
 from neens.store.keys import CreatedKey
 from tests.support.live import LiveServer
+from tests.support.sqlite_only import sqlite_only
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    sqlite_only(
+        "the subject is the span mapping; tests/api/test_traces.py stores spans on both databases"
+    ),
+]
 
 AGENT = Path(__file__).resolve().parents[1] / "support" / "instrumented_agent.py"
 JS = Path(__file__).resolve().parent / "js"

@@ -32,9 +32,15 @@ from neens.store.keys import CreatedKey
 from tests.support.agent_cmd import ANSWERS
 from tests.support.ci_jobs import golden_dataset, support_connection
 from tests.support.live import LiveServer
+from tests.support.sqlite_only import sqlite_only
 from tests.support.stand_in import Answer, StandInRequest, stand_in_server
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    sqlite_only(
+        "the subject is the TypeScript CLI; test_cli_eval.py pushes the same runs on both databases"
+    ),
+]
 
 SDK_TESTS = Path(__file__).resolve().parents[2] / "sdk" / "python" / "tests"
 

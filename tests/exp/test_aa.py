@@ -14,6 +14,7 @@ from typing import Any
 from neens.store.db import Database
 from neens.store.experiments import trials_of
 from tests.exp.conftest import Project
+from tests.support.sqlite_only import sqlite_only
 
 NOISY = """\
 import json, os, pathlib, sys
@@ -67,6 +68,9 @@ def test_aa_runs_one_config_twice_interleaved_and_reports_its_flip_rate(
     assert listed[first]["kind"] == "aa" and listed[first]["status"] == "finished"
 
 
+@sqlite_only(
+    "the subject is a statistic; this module's other tests store A/A runs on both databases"
+)
 def test_compare_never_reports_an_mde_below_the_aa_flip_rate(project: Project) -> None:
     (project.path / "noisy.py").write_text(NOISY)
     project.write_dataset(CASES)

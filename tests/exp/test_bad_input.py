@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tests.exp.conftest import Project
+from tests.support.sqlite_only import sqlite_only
 
 
 def _refused(project: Project, *args: str) -> str:
@@ -82,6 +83,7 @@ def _refused(project: Project, *args: str) -> str:
         ),
     ],
 )
+@sqlite_only("refused before anything is written")
 def test_a_bad_spec_is_refused_naming_the_field(
     project: Project, spec: dict[str, object], expected: str
 ) -> None:
@@ -89,6 +91,7 @@ def test_a_bad_spec_is_refused_naming_the_field(
     assert _refused(project, "run", "spec.json").startswith(expected)
 
 
+@sqlite_only("refused before anything is written")
 def test_a_spec_that_is_not_json_or_missing(project: Project) -> None:
     (project.path / "broken.json").write_text("{")
     assert _refused(project, "run", "broken.json").startswith("broken.json: not JSON")
@@ -109,6 +112,7 @@ def test_a_spec_that_is_not_json_or_missing(project: Project) -> None:
         ([], "has no cases"),
     ],
 )
+@sqlite_only("refused before anything is written")
 def test_a_bad_dataset_is_refused_naming_the_line(
     project: Project, lines: list[str], expected: str
 ) -> None:
@@ -116,6 +120,7 @@ def test_a_bad_dataset_is_refused_naming_the_line(
     assert expected in _refused(project, "run", "spec.json")
 
 
+@sqlite_only("refused before anything is written")
 def test_a_missing_dataset_is_named(project: Project) -> None:
     message = _refused(project, "run", "spec.json", "-d", "nothere")
     assert message.startswith("dataset nothere: no such file ")
@@ -125,6 +130,7 @@ def test_a_missing_dataset_is_named(project: Project) -> None:
     )
 
 
+@sqlite_only("refused before anything is written")
 def test_bad_flags_are_refused(project: Project) -> None:
     assert _refused(project, "run", "spec.json", "-g", "{nope").startswith("-g {nope: not JSON")
     assert _refused(
@@ -148,6 +154,7 @@ def test_bad_flags_are_refused(project: Project) -> None:
     )
 
 
+@sqlite_only("refused before anything is written")
 def test_no_grader_at_all_is_refused(project: Project) -> None:
     project.write_spec(graders=[])
     assert _refused(project, "run", "spec.json").startswith("no graders:")
@@ -164,6 +171,7 @@ def test_no_grader_at_all_is_refused(project: Project) -> None:
         ("--trial-timeout", "inf", "argument --trial-timeout: 'inf' is not a finite number"),
     ],
 )
+@sqlite_only("refused before anything is written")
 def test_run_and_aa_refuse_a_bad_number_alike(
     project: Project, command: str, flag: str, value: str, message: str
 ) -> None:

@@ -27,6 +27,7 @@ from neens.store.db import Database
 from neens.store.models import Experiment, ExperimentMatrix, ExperimentTrial
 from neens.store.types import utcnow
 from tests.exp.conftest import Project
+from tests.support.sqlite_only import sqlite_only
 
 # A seeded stand-in for `node agent.mjs`: the "shout.md" prompt answers in capitals; the big
 # model with the plain prompt does so for the cases its seeded coin picks (4 of these 8 at
@@ -176,6 +177,7 @@ def test_the_json_report_has_each_cells_experiment_and_unrounded_numbers(shout: 
         ("/trials/0", "/trials/0"),
     ],
 )
+@sqlite_only("refused before anything is written")
 def test_a_cell_changing_a_forbidden_pointer_is_refused_before_anything_runs(
     shout: Project, path: str, pointer: str
 ) -> None:
@@ -195,6 +197,7 @@ def test_a_cell_changing_a_forbidden_pointer_is_refused_before_anything_runs(
     assert shout.exp_json("list")["experiments"] == []
 
 
+@sqlite_only("refused before anything is written")
 def test_a_variant_changing_the_graders_is_refused_naming_the_pointer(shout: Project) -> None:
     spec = _matrix(shout)
     del spec["matrix"]
@@ -211,6 +214,7 @@ def test_a_variant_changing_the_graders_is_refused_naming_the_pointer(shout: Pro
     )
 
 
+@sqlite_only("refused before anything is written")
 def test_variants_name_cells_by_hand_and_bad_matrices_are_refused(shout: Project) -> None:
     spec = _matrix(shout)
     del spec["matrix"]

@@ -11,6 +11,7 @@ import sys
 from neens.store.db import Database
 from neens.store.experiment_series import series_rounds
 from tests.exp.conftest import Project
+from tests.support.sqlite_only import sqlite_only
 
 SEED = "loop-7"
 CASES = [f"case{i:02d}" for i in range(20)]
@@ -59,6 +60,9 @@ def _round(project: Project, solved: int, *extra: str) -> str:
     return result.out.splitlines()[-1]
 
 
+@sqlite_only(
+    "the subject is the decision; test_series_membership_is_stored_in_order stores on both"
+)
 def test_a_loop_that_improves_then_plateaus_says_continue_then_stop(project: Project) -> None:
     _setup(project)
     lines = [_round(project, solved) for solved in (5, 10, 10, 11, 11, 10, 11)]
@@ -112,6 +116,9 @@ def test_a_loop_that_improves_then_plateaus_says_continue_then_stop(project: Pro
     )
 
 
+@sqlite_only(
+    "the subject is the decision; test_series_membership_is_stored_in_order stores on both"
+)
 def test_plateau_json_has_every_round_and_the_decision(project: Project) -> None:
     _setup(project)
     ids = []
@@ -152,6 +159,9 @@ def test_series_membership_is_stored_in_order(project: Project, database_url: st
     assert asyncio.run(read()) == [(1, ids[0]), (2, ids[1])]
 
 
+@sqlite_only(
+    "the subject is the decision; test_series_membership_is_stored_in_order stores on both"
+)
 def test_plateau_needs_three_rounds(project: Project) -> None:
     _setup(project)
     _round(project, 5)
@@ -189,6 +199,7 @@ def test_a_run_is_a_round_of_one_series_only(project: Project) -> None:
     assert again["series"]["version"] == "v1"
 
 
+@sqlite_only("refused before anything is written")
 def test_bad_detector_settings_are_refused(project: Project) -> None:
     for flag, value in (("--eps", "1.5"), ("--delta", "0"), ("--gate", "best")):
         result = project.exp("plateau", "--series", "loop", flag, value)
@@ -196,12 +207,16 @@ def test_bad_detector_settings_are_refused(project: Project) -> None:
         assert flag in result.err
 
 
+@sqlite_only("refused before anything is written")
 def test_detector_flags_on_exp_run_need_series(project: Project) -> None:
     result = project.exp("run", "spec.json", "--eps", "0.1")
     assert result.code == 2
     assert "--eps: only with --series NAME" in result.err
 
 
+@sqlite_only(
+    "the subject is the decision; test_series_membership_is_stored_in_order stores on both"
+)
 def test_exp_run_decides_with_the_flags_it_is_given(project: Project) -> None:
     _setup(project)
     _round(project, 5)

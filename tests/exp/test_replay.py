@@ -26,6 +26,7 @@ from tests.exp.replay_support import (
     serve,
 )
 from tests.exp.test_docs import DOCS, _exp_commands
+from tests.support.sqlite_only import sqlite_only
 
 
 @pytest.fixture
@@ -259,6 +260,7 @@ def test_dry_run_counts_the_calls_and_prices_them_without_a_key(
         (["--limit", "2"], None, "--limit: only with --session"),
     ],
 )
+@sqlite_only("refused before anything is written")
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(
     project: Project,
     turn: str,

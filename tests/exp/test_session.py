@@ -13,6 +13,7 @@ import numpy as np
 from scipy.stats import binomtest, bootstrap
 
 from tests.exp.conftest import Project
+from tests.support.sqlite_only import sqlite_only
 
 SHOUTER = """\
 import os, sys
@@ -245,6 +246,7 @@ def test_a_resumed_run_keeps_its_place_in_the_session(project: Project, database
     assert [item["id"] for item in body["timeline"]] == [first["id"]]
 
 
+@sqlite_only("refused before anything is written")
 def test_bad_session_input_is_one_line_naming_it(project: Project) -> None:
     note = project.exp("session", "note", "no session yet")
     assert note.code == 2 and "exp session note: no session in " in note.err

@@ -18,6 +18,7 @@ from neens.demo.endpoints import Agent, serve
 from neens.store.db import Database
 from neens.store.models import ExperimentSweep, ExperimentTrial
 from tests.exp.conftest import Project
+from tests.support.sqlite_only import sqlite_only
 
 CASES = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(60)]
 OLD = [{"id": f"o{i}", "input": f"old{i}", "expected": f"OLD{i}"} for i in range(10)]
@@ -345,6 +346,7 @@ def test_resume_runs_only_what_is_left_and_decides_the_same(
         (["base=base.json", "t2=base.json"], "--budget: required"),
     ],
 )
+@sqlite_only("refused before anything is written")
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(
     project: Project, args: list[str], message: str
 ) -> None:

@@ -20,6 +20,7 @@ from typing import IO, Any
 import pytest
 
 from tests.exp.conftest import Project
+from tests.support.sqlite_only import sqlite_only
 
 SHOUTER = """\
 import os, sys
@@ -147,6 +148,7 @@ def start(project: Project, database_url: str) -> Iterator[Callable[..., subproc
                 stream.close()
 
 
+@sqlite_only("the subject is watching files; test_run.py and test_regrade.py store runs on both")
 def test_watch_runs_again_on_an_agent_change_and_regrades_on_a_grader_change(
     project: Project, start: Callable[..., subprocess.Popen[str]]
 ) -> None:
@@ -225,6 +227,7 @@ def test_watch_runs_again_on_an_agent_change_and_regrades_on_a_grader_change(
     assert summary["timeline"][3]["id"] == again.group(1)
 
 
+@sqlite_only("the subject is the terminal keys; test_run.py stores runs on both databases")
 def test_at_a_terminal_enter_runs_again_and_q_quits(
     project: Project, start: Callable[..., subprocess.Popen[str]]
 ) -> None:

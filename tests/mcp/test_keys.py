@@ -19,6 +19,7 @@ from neens.store.db import Database
 from neens.store.keys import KEY_MEMO_SECONDS, CreatedKey, revoke_key
 from tests.mcp.conftest import NEENS, over_http, over_stdio, stdio_env, structured, tool_error
 from tests.support.live import LiveServer
+from tests.support.sqlite_only import sqlite_only
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -38,6 +39,9 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
     [None, "Bearer nk_live_madeup", "Basic dXNlcjpwYXNz", "Bearer"],
     ids=["no-key", "unknown-key", "not-bearer", "bearer-without-key"],
 )
+@sqlite_only(
+    "the subject is the MCP transport; tests/api/test_auth.py checks keys on both databases"
+)
 async def test_mcp_over_http_refuses_a_request_as_every_route_does(
     live_server: LiveServer, authorization: str | None
 ) -> None:
@@ -51,6 +55,9 @@ async def test_mcp_over_http_refuses_a_request_as_every_route_does(
     assert r.json()["error"]["field"] == "Authorization"
 
 
+@sqlite_only(
+    "the subject is the MCP transport; tests/api/test_auth.py checks keys on both databases"
+)
 async def test_the_sdk_client_with_a_bad_key_gets_no_session(live_server: LiveServer) -> None:
     statuses: list[int] = []
 
@@ -71,6 +78,9 @@ async def test_the_sdk_client_with_a_bad_key_gets_no_session(live_server: LiveSe
     assert statuses == [401]
 
 
+@sqlite_only(
+    "the subject is the MCP transport; tests/api/test_auth.py checks keys on both databases"
+)
 async def test_an_ingest_key_uses_the_tools_over_http(
     live_server: LiveServer, ingest_key: CreatedKey
 ) -> None:
@@ -90,6 +100,7 @@ def _run_mcp(database_url: str, key: str | None) -> subprocess.CompletedProcess[
     )
 
 
+@sqlite_only("refused before the database is opened")
 async def test_neens_mcp_refuses_to_start_without_a_key(database_url: str) -> None:
     done = await asyncio.to_thread(_run_mcp, database_url, None)
     assert done.returncode == 2
@@ -97,6 +108,9 @@ async def test_neens_mcp_refuses_to_start_without_a_key(database_url: str) -> No
     assert done.stdout == "", "nothing on the MCP wire"
 
 
+@sqlite_only(
+    "the subject is `neens mcp` starting; tests/api/test_auth.py checks keys on both databases"
+)
 async def test_neens_mcp_refuses_to_start_with_an_unknown_key(database_url: str) -> None:
     done = await asyncio.to_thread(_run_mcp, database_url, "nk_live_madeup")
     assert done.returncode == 2
@@ -104,6 +118,9 @@ async def test_neens_mcp_refuses_to_start_with_an_unknown_key(database_url: str)
     assert done.stdout == ""
 
 
+@sqlite_only(
+    "the subject is `neens mcp` noticing; tests/api/test_auth.py revokes on both databases"
+)
 async def test_a_key_revoked_while_neens_mcp_runs_stops_working(
     database_url: str, db: Database, admin_key: CreatedKey
 ) -> None:
@@ -116,6 +133,7 @@ async def test_a_key_revoked_while_neens_mcp_runs_stops_working(
     assert error["error"]["field"] == "NEENS_API_KEY"
 
 
+@sqlite_only("the subject is the protocol version; tests/api/test_sweeps.py stores sweeps on both")
 async def test_a_client_of_the_stateless_2026_protocol_gets_the_same_answers(
     live_server: LiveServer, ingest_key: CreatedKey, other_project_key: CreatedKey
 ) -> None:

@@ -20,6 +20,11 @@ from neens.store.keys import CreatedKey
 from tests.mcp.conftest import Connect, structured, tool_error
 from tests.support.live import LiveServer
 from tests.support.preprod import auth, connection, golden_dataset
+from tests.support.sqlite_only import sqlite_only
+
+pytestmark = sqlite_only(
+    "the tools call the routes' own functions, which tests/api/test_sweeps.py runs on both"
+)
 
 ITEMS = [{"input": f"question {n}", "expected_output": f"answer {n}"} for n in range(2)]
 RIGHT = {item["input"]: item["expected_output"] for item in ITEMS}

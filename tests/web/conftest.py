@@ -3,7 +3,9 @@
 and the browser the browser tests drive, with a tab signed in.
 
 The server is module-scoped: seeding runs several push and runner-mode runs, and every test of
-a module only reads it or adds data of its own. Browser tests use Debian's chromium through
+a module only reads it or adds data of its own. Each such module is one `xdist_group`, which
+`make test` (`--dist loadgroup`) runs in one test process: split over processes, each of them
+seeded a server of its own. Browser tests use Debian's chromium through
 Playwright; without it they are skipped, unless NEENS_REQUIRE_BROWSER=1 or CI=true (as in
 .ci/run), where a missing browser fails them.
 """

@@ -22,7 +22,7 @@ from tests.web.conftest import (
 )
 from tests.web.scenario import GOOD, MARKUP, plant_markup
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("web-browser")]
 
 
 def test_sign_in_with_a_key_returns_to_the_page_asked_for(

@@ -14,6 +14,8 @@ from tests.web.conftest import Site
 from tests.web.pages import csrf_of, page, sign_in, twin
 from tests.web.sweeps import Sweeps, enable_sharing
 
+pytestmark = pytest.mark.xdist_group("web-hostile-input")
+
 HUGE = "9" * 5_000
 ODD_IDS = ["unknown", "%00", "x%00y", "%C3%A9t%C3%A9", "%E2%80%AE", "a" * 190, "%25", "-1"]
 """Path segments that name nothing: as typed, a NUL, non-ASCII, a bidi control, long."""

@@ -17,6 +17,8 @@ from tests.web.conftest import Site, make_key, run_async
 from tests.web.pages import csrf_of, page, sign_in, twin
 from tests.web.scenario import MARKUP, plant_markup
 
+pytestmark = pytest.mark.xdist_group("web-security")
+
 
 async def test_a_page_without_a_session_sends_to_sign_in_and_back(
     site: Site, anonymous: httpx.AsyncClient

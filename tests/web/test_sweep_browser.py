@@ -22,7 +22,7 @@ from tests.web.conftest import (
 )
 from tests.web.sweeps import Sweeps, slow_sweep
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("web-sweep-browser")]
 
 
 @pytest.fixture

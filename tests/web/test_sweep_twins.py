@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import httpx
+import pytest
 
 from neens.demo.endpoints import Agent, serve
 from neens.web import formats
@@ -15,6 +16,8 @@ from tests.api.test_sweeps import RIGHT
 from tests.web.conftest import Site
 from tests.web.pages import csrf_of, one, page, same, shown, sign_in, twin
 from tests.web.sweeps import Sweeps, enable_sharing, slow_sweep
+
+pytestmark = pytest.mark.xdist_group("web-sweep-twins")
 
 
 async def test_the_sweep_list_shows_the_sweeps_the_list_answers(

@@ -8,10 +8,13 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+import pytest
 
 from neens.web import formats
 from tests.web.conftest import Site
 from tests.web.pages import csrf_of, one, page, same, shown, twin
+
+pytestmark = pytest.mark.xdist_group("web-twins")
 
 
 async def test_the_run_page_shows_the_run_its_gate_comparison_metrics_and_items(
