@@ -251,7 +251,7 @@ WRITE_ROUTES = [route for route in ROUTES if route[0] != "GET"]
 
 
 @sqlite_only(
-    "roles are decided before any query; test_tenancy.py checks every route on both databases"
+    "the role check precedes the route's queries; test_tenancy.py checks every route on both"
 )
 async def test_each_role_gets_what_the_table_says_on_every_read_route(
     client: httpx.AsyncClient, keys: dict[str, CreatedKey]
@@ -268,7 +268,7 @@ async def test_each_role_gets_what_the_table_says_on_every_read_route(
 
 
 @sqlite_only(
-    "roles are decided before any query; test_tenancy.py checks every route on both databases"
+    "the role check precedes the route's queries; test_tenancy.py checks every route on both"
 )
 @pytest.mark.parametrize("route", WRITE_ROUTES, ids=lambda r: f"{r[0]} {r[1]}")
 async def test_each_role_gets_what_the_table_says_on_a_write_route(
