@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, inspect
@@ -47,3 +51,31 @@ async def test_migrations_go_down_to_nothing_and_up_again(database_url: str) -> 
 async def test_upgrading_twice_changes_nothing(database_url: str) -> None:
     await migrate.upgrade(database_url)
     assert await migrate.current_revision(database_url) == migrate.head_revision()
+
+
+def test_the_head_revision_constant_is_the_scripts_head() -> None:
+    """`migrate.upgrade` leaves a database at `HEAD_REVISION` alone without loading Alembic: a
+    migration added without moving the constant would never reach databases at the old head."""
+    assert migrate.HEAD_REVISION == migrate.head_revision()
+
+
+async def test_a_database_one_migration_behind_is_upgraded(database_url: str) -> None:
+    await migrate.downgrade(database_url, "-1")
+    assert await migrate.current_revision(database_url) != migrate.HEAD_REVISION
+    await migrate.upgrade(database_url)
+    assert await migrate.current_revision(database_url) == migrate.head_revision()
+
+
+def test_a_database_at_the_head_is_checked_without_loading_alembic(database_url: str) -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from neens.store import migrate\n"
+        f"asyncio.run(migrate.upgrade({database_url!r}))\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))\n"
+    )
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "logfire-plugin"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
