@@ -12,11 +12,13 @@ docs/traces.md's compatibility matrix lists the versions pinned in pyproject's d
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -141,12 +143,19 @@ def _spans(tree: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def js_dependencies() -> None:
-    """`npm ci` from the committed lockfile, once, when node_modules is missing or older."""
+    """`npm ci` from the committed lockfile, once, when node_modules is missing or older.
+
+    Test processes take turns (a file lock): two `npm ci` in one folder at once remove each
+    other's files; the one that waited then finds node_modules installed and leaves it."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("Node.js (node and npm) is not installed")
     installed = JS / "node_modules" / ".package-lock.json"
     lock = JS / "package-lock.json"
-    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
+    turn = Path(tempfile.gettempdir()) / "neens-e2e-js-npm-ci.lock"
+    with turn.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if installed.exists() and installed.stat().st_mtime >= lock.stat().st_mtime:
+            return
         done = subprocess.run(
             ["npm", "ci", "--no-audit", "--no-fund"],
             cwd=JS,
