@@ -56,6 +56,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from neens.api.app import create_app
     from neens.listening import CannotListen, listen
+    from neens.store import migrate
 
     settings = _settings(args)
     if (problem := _secrets_problem(settings)) is not None:
@@ -68,6 +69,10 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"neens: error: {exc}", file=sys.stderr)
         return 2
     with sock:
+        # Migrated here, before uvicorn starts, so that a database that cannot be used ends the
+        # command with one line (raised to `neens`) rather than a traceback from the lifespan.
+        if settings.migrate_on_start:
+            asyncio.run(migrate.upgrade(settings.resolved_database_url()))
         app = create_app(settings, freeze_startup_heap=True)
         print(
             f"Neens serving on http://{settings.host}:{settings.port} "
@@ -142,7 +147,12 @@ def _db_current(args: argparse.Namespace) -> int:
     url = _settings(args).resolved_database_url()
     current = asyncio.run(migrate.current_revision(url))
     head = migrate.head_revision()
-    state = "up to date" if current == head else f"behind (latest is {head})"
+    if current is not None and not migrate.is_known(current):
+        state = f"newer than this Neens (its latest is {head}): upgrade Neens to use it"
+    elif current == head:
+        state = "up to date"
+    else:
+        state = f"behind (latest is {head})"
     print(f"{current or 'empty'}: {state}")
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -12,10 +13,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from neens.store import migrate
+from neens.store.db import make_engine
 from neens.store.keys import CreatedKey
 from tests.support.live import LiveServer, free_port
+from tests.support.sqlite_only import sqlite_only
 
 pytestmark = pytest.mark.e2e
 
@@ -272,3 +277,135 @@ def test_db_upgrade_and_current(tmp_path: Path) -> None:
     upgraded = neens("db", "upgrade", "--database-url", url)
     assert upgraded.returncode == 0, upgraded.stderr
     assert "up to date" in neens("db", "current", "--database-url", url).stdout
+
+
+NEWER_REVISION = "9999"
+"""A revision no migration script of this Neens has: what a newer Neens leaves in the database."""
+COMMANDS_THAT_OPEN_THE_DATABASE = (
+    ("keys", "list"),
+    ("keys", "create", "--company", "Acme", "--project", "Support"),
+    ("db", "upgrade"),
+    ("worker",),
+    ("mcp",),
+    ("exp", "list"),
+    ("serve", "--port", "0"),  # the port is replaced by a free one below
+)
+
+
+def _set_revision(database_url: str, revision: str) -> None:
+    async def run() -> None:
+        engine = make_engine(database_url)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(
+                    text("UPDATE alembic_version SET version_num = :revision"),
+                    {"revision": revision},
+                )
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+
+
+def test_a_database_a_newer_neens_migrated_is_refused_in_one_line(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Every command that opens the database ends with exit 2 and one line naming the revision
+    it does not know, and leaves the database as it was (no traceback, no downgrade)."""
+    _set_revision(database_url, NEWER_REVISION)
+    running: list[tuple[tuple[str, ...], subprocess.Popen[str]]] = []
+    try:
+        env = {**os.environ, "NEENS_DATABASE_URL": database_url, "NEENS_API_KEY": "nk_live_x"}
+        for command in COMMANDS_THAT_OPEN_THE_DATABASE:
+            args = [str(free_port()) if arg == "0" else arg for arg in command]
+            process = subprocess.Popen(
+                [*NEENS, *args],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                cwd=tmp_path,
+            )
+            running.append((command, process))
+        for command, process in running:
+            _, stderr = process.communicate(timeout=120)
+            assert process.returncode == 2, (command, stderr)
+            assert "Traceback" not in stderr, (command, stderr)
+            # `neens worker` says what it starts before it opens the database.
+            last = stderr.splitlines()[-1]
+            assert last.startswith(f"neens: error: the database {_label(database_url)} "), (
+                command,
+                stderr,
+            )
+            assert f"at migration '{NEWER_REVISION}', which this Neens does not have" in last
+        current = neens("db", "current", env={"NEENS_DATABASE_URL": database_url})
+        assert current.returncode == 0, current.stderr
+        assert current.stdout.strip() == (
+            f"{NEWER_REVISION}: newer than this Neens (its latest is {migrate.HEAD_REVISION}): "
+            "upgrade Neens to use it"
+        )
+        assert asyncio.run(migrate.current_revision(database_url)) == NEWER_REVISION
+    finally:
+        for _, process in running:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+        _set_revision(database_url, migrate.HEAD_REVISION)
+
+
+def _label(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
+@sqlite_only("the URL is read before any database is opened; PostgreSQL's refusal is its own case")
+@pytest.mark.parametrize(
+    ("url", "code", "message"),
+    [
+        (
+            "mysql://root@127.0.0.1/neens",
+            2,
+            "neens: error: database URL: unsupported database URL scheme 'mysql': use "
+            "sqlite:///path/to/neens.db or postgresql+psycopg://user@host/dbname",
+        ),
+        (
+            "not a url",
+            2,
+            "neens: error: database URL: not a URL Neens can read (--database-url or "
+            "NEENS_DATABASE_URL); use sqlite:///path/to/neens.db or "
+            "postgresql+psycopg://user@host/dbname",
+        ),
+        (
+            "postgresql://postgres:s3cret@127.0.0.1:1/neens",
+            3,
+            "neens: error: cannot connect to the database "
+            "postgresql://postgres:***@127.0.0.1:1/neens: connection failed: ",
+        ),
+    ],
+)
+def test_a_database_that_cannot_be_opened_is_one_line_with_its_exit_code(
+    dialect: str, url: str, code: int, message: str
+) -> None:
+    """The password never appears; an unreachable server is exit 3 (try again), a URL Neens
+    cannot use exit 2 (fix it)."""
+    result = neens("keys", "list", "--database-url", url)
+    assert result.returncode == code, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(message), result.stderr
+    assert "s3cret" not in result.stderr
+
+
+@sqlite_only("SQLite files only: a path where a file cannot be made")
+def test_a_sqlite_path_that_cannot_be_a_database_is_one_line(dialect: str, tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    under_a_file = neens("keys", "list", "--database-url", f"sqlite:///{tmp_path}/a-file/n.db")
+    assert under_a_file.returncode == 2, under_a_file.stderr
+    assert under_a_file.stderr.startswith(
+        f"neens: error: cannot create the directory of the database sqlite:///{tmp_path}/a-file/"
+        "n.db: File exists"
+    ), under_a_file.stderr
+    a_directory = neens("keys", "list", "--database-url", f"sqlite:///{tmp_path}")
+    assert a_directory.returncode == 2, a_directory.stderr
+    assert a_directory.stderr == (
+        f"neens: error: cannot open the database sqlite:///{tmp_path}: unable to open database "
+        "file; check the path and its permissions (--database-url or NEENS_DATABASE_URL)\n"
+    )

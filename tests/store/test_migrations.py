@@ -6,9 +6,10 @@ import os
 import subprocess
 import sys
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, inspect
+from sqlalchemy import Connection, inspect, text
 
 from neens.store import migrate
 from neens.store.db import make_engine
@@ -79,3 +80,39 @@ def test_a_database_at_the_head_is_checked_without_loading_alembic(database_url:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+async def test_a_database_at_a_revision_this_neens_lacks_is_left_as_it_is(
+    database_url: str,
+) -> None:
+    """A newer Neens migrated it: neither upgrading nor downgrading is attempted."""
+    engine = make_engine(database_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+        for attempt in (migrate.upgrade(database_url), migrate.downgrade(database_url, "base")):
+            with pytest.raises(migrate.DatabaseUnusable, match="at migration '9999', which this"):
+                await attempt
+        assert await migrate.current_revision(database_url) == "9999"
+        async with engine.connect() as conn:
+            assert await conn.run_sync(_tables) == set(Base.metadata.tables)
+    finally:
+        async with engine.begin() as conn:
+            await conn.execute(
+                text("UPDATE alembic_version SET version_num = :head"),
+                {"head": migrate.HEAD_REVISION},
+            )
+        await engine.dispose()
+    assert migrate.is_known(migrate.HEAD_REVISION)
+    assert not migrate.is_known("9999")
+
+
+async def test_an_unreachable_database_server_is_one_line_without_the_password() -> None:
+    url = "postgresql+psycopg://postgres:s3cret@127.0.0.1:1/neens"
+    with pytest.raises(migrate.DatabaseUnreachable) as caught:
+        await migrate.upgrade(url)
+    message = str(caught.value)
+    assert message.startswith("cannot connect to the database postgresql+psycopg://postgres:***@")
+    assert "s3cret" not in message
+    assert "\n" not in message
+    assert caught.value.exit_code == 3

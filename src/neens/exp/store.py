@@ -22,10 +22,7 @@ async def open_store(database_url: str | None) -> AsyncIterator[Database]:
     """The store: `database_url`, else $NEENS_DATABASE_URL, else ./.neens/neens.db, migrated."""
     settings = Settings(database_url=database_url) if database_url else Settings()
     url = settings.resolved_database_url()
-    try:
-        await migrate.upgrade(url)
-    except ValueError as exc:  # an unsupported URL scheme
-        raise ConfigError(f"database: {exc}") from None
+    await migrate.upgrade(url)
     db = Database(url)
     try:
         yield db

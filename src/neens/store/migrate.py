@@ -4,6 +4,11 @@ Every server, worker and database command upgrades its database before it starts
 is already at `HEAD_REVISION` is recognised with one query, and Alembic is imported only when
 there is something to do: loading it and the migration scripts took a third of a second of each
 start, paid by every `neens keys …`, `neens mcp` and server process.
+
+A database that cannot be used is one line for the person who started the command, raised as the
+CLI's own errors (`DatabaseUnusable`, exit 2; `DatabaseUnreachable`, exit 3): a URL Neens does
+not read, a connection refused, or a revision this Neens lacks because a newer one migrated it,
+which is never downgraded or upgraded past.
 """
 
 from __future__ import annotations
@@ -11,8 +16,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from neens_eval.errors import ConfigError, Unreachable
 from sqlalchemy import Connection, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from neens.store.db import make_engine
 
@@ -26,6 +34,83 @@ PG_MIGRATION_LOCK = 0x4E45454E53
 HEAD_REVISION: Final = "0021"
 """The newest migration's revision (migrations/versions/): a new migration changes it too, and
 tests/store/test_migrations.py holds it to the scripts' own head."""
+
+
+class DatabaseUnusable(ConfigError):
+    """The database cannot be used as configured (exit code 2): a URL Neens does not read, a
+    SQLite file that cannot be opened, or a schema written by a newer Neens."""
+
+
+class DatabaseUnreachable(Unreachable):
+    """The database server did not accept a connection (exit code 3: try again once it is up)."""
+
+
+def _label(url: str) -> str:
+    """The database's URL for a message, without its password."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
+    try:
+        return make_engine(url, foreign_keys=foreign_keys)
+    except ValueError as exc:  # a scheme other than SQLite or PostgreSQL
+        raise DatabaseUnusable(f"database URL: {exc}") from None
+    except OSError as exc:  # the SQLite file's directory cannot be made
+        raise DatabaseUnusable(
+            f"cannot create the directory of the database {_label(url)}: {exc.strerror} "
+            f"({exc.filename}); check the path (--database-url or NEENS_DATABASE_URL)"
+        ) from None
+    except ArgumentError:
+        raise DatabaseUnusable(
+            "database URL: not a URL Neens can read (--database-url or NEENS_DATABASE_URL); "
+            "use sqlite:///path/to/neens.db or postgresql+psycopg://user@host/dbname"
+        ) from None
+
+
+async def _connect(engine: AsyncEngine, url: str) -> AsyncConnection:
+    """A connection, or one line saying why there is none instead of the driver's traceback."""
+    try:
+        return await engine.connect()
+    except DBAPIError as exc:
+        reason = " ".join(str(exc.orig).split()) or type(exc.orig).__name__
+        if engine.dialect.name == "sqlite":
+            raise DatabaseUnusable(
+                f"cannot open the database {_label(url)}: {reason}; check the path and its "
+                "permissions (--database-url or NEENS_DATABASE_URL)"
+            ) from None
+        raise DatabaseUnreachable(
+            f"cannot connect to the database {_label(url)}: {reason}; check that it is running "
+            "and that the URL is right (--database-url or NEENS_DATABASE_URL)"
+        ) from None
+
+
+async def _recorded_revisions(url: str) -> list[str] | None:
+    """The revisions the database records, or None when it has no version table (a database
+    Neens has not set up yet)."""
+    engine = _engine(url)
+    try:
+        conn = await _connect(engine, url)
+        try:
+            result = await conn.execute(text("SELECT version_num FROM alembic_version"))
+            return list(result.scalars())
+        except DBAPIError:
+            return None
+        finally:
+            await conn.close()
+    finally:
+        await engine.dispose()
+
+
+def _refuse_unknown(url: str, recorded: list[str] | None) -> None:
+    """Refuse a database at a revision the scripts do not have: a newer Neens migrated it, and
+    neither an upgrade nor the code of this one can be trusted with it."""
+    for revision in recorded or []:
+        if not is_known(revision):
+            raise DatabaseUnusable(
+                f"the database {_label(url)} is at migration {revision!r}, which this Neens does "
+                f"not have (its newest is {HEAD_REVISION}): a newer Neens has upgraded it. Run "
+                "that newer Neens, or upgrade this one (pip install -U neens)"
+            )
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -48,41 +133,33 @@ def head_revision() -> str | None:
 async def _run(url: str, action: str, revision: str) -> None:
     from alembic import command
 
-    engine = make_engine(url, foreign_keys=False)
+    _refuse_unknown(url, await _recorded_revisions(url))
+    engine = _engine(url, foreign_keys=False)
     try:
-        async with engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                await conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_MIGRATION_LOCK})"))
+        conn = await _connect(engine, url)
+        try:
+            async with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    await conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_MIGRATION_LOCK})"))
 
-            def run(sync_conn: Connection) -> None:
-                config = alembic_config(sync_conn)
-                if action == "upgrade":
-                    command.upgrade(config, revision)
-                else:
-                    command.downgrade(config, revision)
+                def run(sync_conn: Connection) -> None:
+                    config = alembic_config(sync_conn)
+                    if action == "upgrade":
+                        command.upgrade(config, revision)
+                    else:
+                        command.downgrade(config, revision)
 
-            await conn.run_sync(run)
+                await conn.run_sync(run)
+        finally:
+            await conn.close()
     finally:
         await engine.dispose()
-
-
-async def _at_head(url: str) -> bool:
-    """Whether the database records exactly `HEAD_REVISION`; False when it cannot be read (no
-    version table, no database yet), which the full upgrade then handles or reports."""
-    engine = make_engine(url)
-    try:
-        async with engine.connect() as conn:
-            result = await conn.execute(text("SELECT version_num FROM alembic_version"))
-            versions = list(result.scalars())
-    except DBAPIError:
-        return False
-    finally:
-        await engine.dispose()
-    return versions == [HEAD_REVISION]
 
 
 async def upgrade(url: str, revision: str = "head") -> None:
-    if revision == "head" and await _at_head(url):
+    """Migrate the database to `revision`. Raises `DatabaseUnusable` or `DatabaseUnreachable`
+    (one line each) when it cannot be opened or a newer Neens has migrated it."""
+    if revision == "head" and await _recorded_revisions(url) == [HEAD_REVISION]:
         return
     await _run(url, "upgrade", revision)
 
@@ -92,13 +169,17 @@ async def downgrade(url: str, revision: str) -> None:
 
 
 async def current_revision(url: str) -> str | None:
-    from alembic.runtime.migration import MigrationContext
+    """The revision the database records; None for one Neens has not set up."""
+    recorded = await _recorded_revisions(url)
+    return recorded[0] if recorded else None
 
-    engine = make_engine(url)
+
+def is_known(revision: str) -> bool:
+    """Whether this Neens has the migration `revision` (False: a newer Neens wrote it)."""
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
     try:
-        async with engine.connect() as conn:
-            return await conn.run_sync(
-                lambda c: MigrationContext.configure(c).get_current_revision()
-            )
-    finally:
-        await engine.dispose()
+        return ScriptDirectory.from_config(alembic_config()).get_revision(revision) is not None
+    except CommandError:
+        return False
