@@ -144,7 +144,7 @@ async def test_a_single_problem_has_no_list_and_no_pydantic_prefix(
     assert r.json() == {
         "error": {
             "code": "unprocessable",
-            "message": "name: name must not be blank",
+            "message": "name: must not be blank",
             "field": "name",
         }
     }

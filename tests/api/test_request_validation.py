@@ -417,3 +417,63 @@ async def test_a_key_no_database_can_store_is_named_escaped(
     )
     assert r.status_code == 422, r.text
     assert r.json()["error"]["field"] == field, r.text
+
+
+NAME_FIELDS = frozenset({"name", "label", "version_label", "versionLabel", "model"})
+"""Names, labels and model names people read in lists, pages and the frontier chart."""
+RECORDED_AS_SENT = ("/sessions",)
+"""Routes that store what an agent reported (a span's name), as it reported it."""
+
+
+def name_slots() -> list[Slot]:
+    return [
+        slot
+        for slot in SLOTS
+        if slot.path[-1] in NAME_FIELDS
+        and _kind(slot.schema) == "string"
+        and not slot.url.startswith(RECORDED_AS_SENT)
+    ]
+
+
+def test_the_name_fields_are_found() -> None:
+    names = {slot.name for slot in name_slots()}
+    for expected in (
+        "POST /datasets  name",
+        "POST /agent-connections  name",
+        "PATCH /agent-connections/x_1  name",
+        "POST /agent-connections  model",
+        "POST /model-sweeps  arms[0].label",
+        "POST /model-sweeps  versionLabel",
+        "POST /preprod-evals  version_label",
+        "POST /preprod-evals/imports  version_label",
+        "POST /notification-sinks  name",
+        "POST /judges {'type': 'llm_prompt'} endpoint.model",
+    ):
+        assert expected in names, sorted(names)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("   ", "must not be blank"),
+        ("\t\n", "must not be blank"),
+        ("two\nlines", "must not hold control characters (U+000A at position 3)"),
+        ("arm\x0b", "must not hold control characters (U+000B at position 3)"),
+        ("\x1b[31mred", "must not hold control characters (U+001B at position 0)"),
+        ("c1\x85", "must not hold control characters (U+0085 at position 2)"),
+    ],
+)
+async def test_a_blank_name_or_one_with_control_characters_is_a_422_naming_it(
+    client: httpx.AsyncClient, admin_key: CreatedKey, text: str, message: str
+) -> None:
+    """A blank name shows as nothing in every list, and a control character breaks a page's
+    layout or makes the frontier chart's SVG invalid XML: every name field refuses both."""
+    failures = []
+    for slot in name_slots():
+        r = await _send(client, admin_key, slot, text)
+        error = r.json().get("error", {}) if r.status_code != 204 else {}
+        problems = error.get("errors", [error])
+        named = [p for p in problems if slot.field_named([p.get("field", "")])]
+        if r.status_code != 422 or not any(message in p["message"] for p in named):
+            failures.append(f"{slot.name}: {r.status_code} {r.text[:300]}")
+    assert not failures, "\n".join(failures)

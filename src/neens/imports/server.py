@@ -176,7 +176,8 @@ def send_import(
         "dataset_id": dataset_id,
         "dataset_version_id": version_id,
         "version_label": name[:500],
-        "model": run.model,
+        # A blank model is one the tool did not record (the server refuses a blank name).
+        "model": run.model if run.model and run.model.strip() else None,
         "source": {
             "tool": run.tool,
             "tool_version": run.tool_version,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, HttpUrl, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, HttpUrl, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
-from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+from neens.api.schemas.base import NameStr, RequestBody, ResponseBody, StorableStr, a_name
 from neens.api.schemas.headers import Headers
 from neens.domain.json_path import parse_path
 
@@ -37,11 +37,11 @@ def refuse_null(value: object) -> object:
 
 
 class ConnectionCreate(_CamelRequest):
-    name: StorableStr = Field(min_length=1, max_length=200)
+    name: NameStr = Field(min_length=1, max_length=200)
     """A name unique within the project, e.g. `support-agent-haiku`."""
     url: HttpUrl
     """The endpoint Neens POSTs each golden prompt to."""
-    model: StorableStr | None = Field(default=None, max_length=500)
+    model: NameStr | None = Field(default=None, max_length=500)
     """The model behind the endpoint. Copied onto each run at create; null when not declared."""
     provider: StorableStr = Field(default="agent_http", max_length=100)
     """How Neens reaches the endpoint; `agent_http` for an HTTP agent endpoint."""
@@ -64,12 +64,15 @@ class ConnectionUpdate(_CamelRequest):
     # Plain `str` inside the unions: the constraints then apply to the string itself (a
     # validator in front would word them for any sized value); `RequestBody` checks that the
     # text is storable.
-    name: Annotated[str, Field(min_length=1, max_length=200)] | SkipJsonSchema[None] = None
+    name: (
+        Annotated[str, Field(min_length=1, max_length=200), AfterValidator(a_name)]
+        | SkipJsonSchema[None]
+    ) = None
     """A new name, unique within the project."""
     url: HttpUrl | SkipJsonSchema[None] = None
     """A new endpoint URL. Unless `headers` is given too, the stored headers are dropped (they
     were meant for the old URL); the response lists them in `droppedHeaderNames`."""
-    model: StorableStr | None = Field(default=None, max_length=500)
+    model: NameStr | None = Field(default=None, max_length=500)
     """A new model (affects runs created from now on); null clears it."""
     provider: Annotated[str, Field(max_length=100)] | SkipJsonSchema[None] = None
     """A new provider."""

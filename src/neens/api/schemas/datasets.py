@@ -5,21 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field, StrictBool, field_validator
+from pydantic import Field, StrictBool
 
-from neens.api.schemas.base import RequestBody, ResponseBody, StorableJson, StorableStr
+from neens.api.schemas.base import NameStr, RequestBody, ResponseBody, StorableJson, StorableStr
 
 
 class DatasetCreate(RequestBody):
-    name: StorableStr = Field(min_length=1, max_length=200)
+    name: NameStr = Field(min_length=1, max_length=200)
     """The dataset's name, unique within the project."""
-
-    @field_validator("name")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("name must not be blank")
-        return value
 
 
 class DatasetItemIn(RequestBody):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import ConfigDict, Field, StrictBool, field_validator
+from pydantic import ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
 
-from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+from neens.api.schemas.base import NameStr, RequestBody, ResponseBody, StorableStr
 
 
 class CamelRequest(RequestBody):
@@ -16,20 +16,12 @@ class CamelRequest(RequestBody):
     )
 
 
-def not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be blank")
-    return value
-
-
 class FailureModeCreate(CamelRequest):
-    name: StorableStr = Field(min_length=1, max_length=200)
+    name: NameStr = Field(min_length=1, max_length=200)
     """Unique in the project; a classifier judge's label resolves to this mode when it equals
     the name exactly (case-sensitive)."""
     description: StorableStr | None = Field(default=None, max_length=10_000)
     """What the mode looks like, for the people who annotate sessions."""
-
-    _name = field_validator("name")(not_blank)
 
 
 class FailureModeOut(ResponseBody):

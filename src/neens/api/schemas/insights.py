@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, HttpUrl
 
-from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+from neens.api.schemas.base import NameStr, RequestBody, ResponseBody
 from neens.api.schemas.headers import Headers
 
 
@@ -28,7 +28,7 @@ class InsightList(ResponseBody):
 
 
 class SinkCreate(RequestBody):
-    name: StorableStr = Field(min_length=1, max_length=200)
+    name: NameStr = Field(min_length=1, max_length=200)
     """A name for the sink."""
     url: HttpUrl
     """The webhook insights are POSTed to as JSON."""

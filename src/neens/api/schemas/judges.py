@@ -10,7 +10,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
 from neens.api.schemas.agent_connections import refuse_null
-from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+from neens.api.schemas.base import NameStr, RequestBody, ResponseBody, StorableStr
 
 
 class _Camel(RequestBody):
@@ -22,7 +22,7 @@ class _Camel(RequestBody):
 class LlmEndpointIn(_Camel):
     base_url: HttpUrl
     """An OpenAI-compatible API base, e.g. `https://api.openai.com/v1`."""
-    model: StorableStr = Field(min_length=1, max_length=500)
+    model: NameStr = Field(min_length=1, max_length=500)
     """The judge model."""
     api_key: StorableStr | None = None
     """Sent as the bearer token. Stored, never returned."""
@@ -31,7 +31,7 @@ class LlmEndpointIn(_Camel):
 
 
 class _JudgeCommon(_Camel):
-    name: StorableStr = Field(min_length=1, max_length=200)
+    name: NameStr = Field(min_length=1, max_length=200)
     """A name unique within the project; it names the metric in `/metrics`."""
     enabled: bool = True
     """Disabled judges cannot be picked for new runs."""

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+from neens.api.schemas.base import NameStr, RequestBody, ResponseBody, StorableStr
 from neens.domain.baseline import parse_range
 from neens.domain.conventions import DATASET_ITEM_ID_KEY
 
@@ -47,13 +47,13 @@ class Baseline(RequestBody):
 
 
 class PreprodCreate(RequestBody):
-    name: StorableStr | None = Field(default=None, max_length=500)
+    name: NameStr | None = Field(default=None, max_length=500)
     """A name for the run; defaults to the version label."""
     dataset_id: str
     """The golden dataset, `ds_…`."""
     dataset_version_id: str | None = None
     """Pin a version; default: the dataset's golden version."""
-    version_label: StorableStr = Field(min_length=1, max_length=500)
+    version_label: NameStr = Field(min_length=1, max_length=500)
     """What is being evaluated, e.g. a git SHA or `pr-482`."""
     runner_mode: Literal["runner", "push"] = "runner"
     """`runner`: you run the agent and send traces. `push`: Neens calls the agent connection."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field, StrictBool
 
-from neens.api.schemas.base import RequestBody, StorableStr
+from neens.api.schemas.base import NameStr, RequestBody, StorableStr
 
 MAX_IMPORT_TRIALS = 1_000
 """Repeat indexes run from 0 below this. How many items and repeats a body holds is bounded by
@@ -61,16 +61,16 @@ class ImportItemIn(RequestBody):
 
 
 class PreprodImportCreate(RequestBody):
-    name: StorableStr | None = Field(default=None, max_length=500)
+    name: NameStr | None = Field(default=None, max_length=500)
     """A name for the run; defaults to the version label."""
     dataset_id: str
     """The golden dataset the results are for, `ds_…`."""
     dataset_version_id: str | None = None
     """Pin a version; default: the dataset's golden version. Every one of its items needs a
     result."""
-    version_label: StorableStr = Field(min_length=1, max_length=500)
+    version_label: NameStr = Field(min_length=1, max_length=500)
     """What was evaluated, e.g. `promptfoo:gpt-4o-mini`."""
-    model: StorableStr | None = Field(default=None, max_length=500)
+    model: NameStr | None = Field(default=None, max_length=500)
     """The model the tool evaluated, when it records one."""
     gate: dict[str, Any] | None = None
     """The gate policy, as for `POST /preprod-evals` (the cost thresholds fail when no cost was

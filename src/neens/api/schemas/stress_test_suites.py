@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from neens.api.schemas.base import ResponseBody, StorableStr
-from neens.api.schemas.failure_modes import CamelRequest, not_blank
+from neens.api.schemas.base import NameStr, ResponseBody
+from neens.api.schemas.failure_modes import CamelRequest
 
 
 class SuiteCreate(CamelRequest):
-    name: StorableStr = Field(min_length=1, max_length=200)
+    name: NameStr = Field(min_length=1, max_length=200)
     """The suite's name; also the new dataset's, unless `datasetId` is given."""
     failure_mode_ids: list[str] = Field(min_length=1, max_length=200)
     """The failure modes whose confirmed sessions become the suite's items."""
     dataset_id: str | None = Field(default=None, min_length=1, max_length=200)
     """Add the suite as the next (golden) version of this dataset instead of a new one."""
-
-    _name = field_validator("name")(not_blank)
 
 
 class SkippedSessionOut(ResponseBody):

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, StrictInt, field_validator
 from pydantic.alias_generators import to_camel
 
-from neens.api.schemas.base import RequestBody, ResponseBody, StorableStr
+from neens.api.schemas.base import NameStr, RequestBody, ResponseBody
 
 
 class _CamelRequest(RequestBody):
@@ -19,16 +19,16 @@ class _CamelRequest(RequestBody):
 
 
 class SweepArmIn(_CamelRequest):
-    label: StorableStr = Field(min_length=1, max_length=200)
+    label: NameStr = Field(min_length=1, max_length=200)
     """What the arm is called in every result, e.g. `sonnet`."""
     agent_connection_id: str = Field(min_length=1, max_length=200)
     """The agent endpoint connection this arm calls, `conn_…`: one connection per arm."""
 
 
 class SweepIn(_CamelRequest):
-    name: StorableStr | None = Field(default=None, min_length=1, max_length=500)
+    name: NameStr | None = Field(default=None, min_length=1, max_length=500)
     """A name for the sweep; defaults to the version label."""
-    version_label: StorableStr | None = Field(default=None, min_length=1, max_length=500)
+    version_label: NameStr | None = Field(default=None, min_length=1, max_length=500)
     """What is being evaluated, e.g. a git SHA; required to create, optional to preview."""
     dataset_id: str | None = Field(default=None, min_length=1, max_length=200)
     """The golden dataset, `ds_…`; its golden version is replayed unless one is pinned."""
