@@ -9,7 +9,7 @@ import ipaddress
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -206,6 +206,9 @@ def test_an_excerpt_keeps_short_text_and_marks_cut_text() -> None:
         ({"X-Nul\x00": "v"}, "not a valid HTTP header name"),
         ({"X-Token": "a\r\nInjected: 1"}, "printable ASCII"),
         ({"X-Token": "caf\u00e9"}, "printable ASCII"),
+        # HTTP has no such value: the sink's client refused to send it, failing every delivery.
+        ({"X-Token": "   "}, "must not start or end with a space or tab"),
+        ({"X-Token": "tok\t"}, "must not start or end with a space or tab"),
         ({"Host": "elsewhere"}, "set by Neens itself"),
     ],
 )
@@ -265,3 +268,46 @@ async def test_a_sink_delivery_the_policy_refuses_fails_at_once_instead_of_retry
     assert delivery["status"] == "failed"
     assert delivery["attempts"] == 1, "a refused destination is not retried"
     assert "refused to call" in str(delivery["lastError"])
+
+
+async def test_a_sink_whose_stored_header_cannot_be_sent_fails_at_once(
+    settings: Settings, db: Database, admin_key: CreatedKey
+) -> None:
+    """A header value saved before such values were refused (here, spaces only) makes a request
+    the HTTP client refuses to send: the same on every attempt, so the delivery fails on the
+    first, with the reason, instead of retrying."""
+    from neens.store.insights import add_insight
+    from neens.store.models import NotificationSink
+
+    with header_recorder() as (url, seen):
+        async with app_client(settings, db) as client:
+            r = await client.post(
+                "/notification-sinks",
+                json={"name": "old", "url": url, "headers": {"X-Token": "t"}},
+                headers=auth(admin_key),
+            )
+            assert r.status_code == 201, r.text
+            sink_id = r.json()["id"]
+            async with db.write() as s:
+                sink = await s.scalar(
+                    select(NotificationSink).where(NotificationSink.id == sink_id)
+                )
+                assert sink is not None
+                sink.headers = db.secrets.seal_headers({"X-Token": "   "})
+                await add_insight(
+                    s, admin_key.project_id, kind="k", title="t", run_id=None, details={}
+                )
+            deliveries: list[dict[str, object]] = []
+            for _ in range(200):
+                r = await client.get(
+                    f"/notification-sinks/{sink_id}/deliveries", headers=auth(admin_key)
+                )
+                deliveries = r.json()["deliveries"]
+                if deliveries and deliveries[0]["status"] != "pending":
+                    break
+                await asyncio.sleep(0.05)
+    assert seen == []
+    [delivery] = deliveries
+    assert delivery["status"] == "failed"
+    assert delivery["attempts"] == 1
+    assert "LocalProtocolError" in str(delivery["lastError"])

@@ -64,7 +64,8 @@ async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
     status_code: int | None = None
     error: str | None = None
     permanent = False
-    """A failure no retry can change (the destination policy, an unreadable secret)."""
+    """A failure no retry can change (the destination policy, an unreadable secret, a request
+    that cannot be sent as configured)."""
     try:
         headers = db.secrets.open_headers(sink.headers, what=f"notification sink {sink.id}")
         async with client.stream(
@@ -77,6 +78,10 @@ async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
         error, permanent = str(exc), True
     except DestinationRefused as exc:
         error, permanent = f"refused to call {sink.url}: {exc}", True
+    except httpx.LocalProtocolError as exc:
+        # The request itself cannot be sent as configured (a header value saved before such
+        # values were refused): the same request would fail the same way every time.
+        error, permanent = excerpt(f"{type(exc).__name__}: {exc}".strip(": ")), True
     except httpx.HTTPError as exc:
         error = excerpt(f"{type(exc).__name__}: {exc}".strip(": "))
     async with db.write() as s:

@@ -3,7 +3,8 @@
 A header is refused when it is created, with the field named, rather than when a call is made
 (where it would fail every item of a run, or every delivery): names are RFC 9110 tokens, values
 printable ASCII (tabs allowed; no line breaks, NUL or other control characters, which would
-split or corrupt the request). Headers that frame the request itself are Neens' to set.
+split or corrupt the request), not starting or ending with a space or tab (HTTP has no such
+values: a receiver drops the spaces, and the sink client refuses to send them). Headers that frame the request itself are Neens' to set.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def check_headers(value: dict[str, str] | None) -> dict[str, str] | None:
             raise ValueError(
                 f"the value of header {name!r} must be printable ASCII: no line breaks, "
                 "NUL or other control characters"
+            )
+        if header_value != header_value.strip(" \t"):
+            raise ValueError(
+                f"the value of header {name!r} must not start or end with a space or tab"
             )
         if len(header_value) > MAX_VALUE_CHARS:
             raise ValueError(f"the value of header {name!r} is over {MAX_VALUE_CHARS} characters")
