@@ -8,6 +8,7 @@ address."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -476,4 +477,24 @@ async def test_a_blank_name_or_one_with_control_characters_is_a_422_naming_it(
         named = [p for p in problems if slot.field_named([p.get("field", "")])]
         if r.status_code != 422 or not any(message in p["message"] for p in named):
             failures.append(f"{slot.name}: {r.status_code} {r.text[:300]}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("number", [math.inf, -math.inf, math.nan])
+async def test_a_number_json_cannot_hold_is_a_422_naming_the_field(
+    client: httpx.AsyncClient, admin_key: CreatedKey, number: float
+) -> None:
+    """`Infinity`, `-Infinity`, `NaN` (and `1e999`, which reads as infinity) in any number field:
+    stored, each would come back as null, which means "not recorded"."""
+    failures = []
+    for slot in SLOTS:
+        if _kind(slot.schema) not in ("number", "integer") or slot.schema.get("x-any"):
+            continue
+        r = await _send(client, admin_key, slot, number)
+        error = r.json().get("error", {}) if r.status_code != 204 else {}
+        fields = [p["field"] for p in error.get("errors", [error])]
+        if r.status_code != 422 or not slot.field_named(fields):
+            failures.append(f"{slot.name}: {r.status_code} {r.text[:300]}")
+        elif not any(why in r.text for why in ("finite", "JSON cannot", "valid integer")):
+            failures.append(f"{slot.name}: does not say why: {r.text[:300]}")
     assert not failures, "\n".join(failures)

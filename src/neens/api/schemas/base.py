@@ -20,7 +20,9 @@ class RequestBody(BaseModel):
     covered, a field added later too, and the 422 names the field, on both databases alike.
     """
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    # A NaN or an infinity (`NaN`, `Infinity`, `1e999` in the JSON) is refused by every number
+    # field: stored, it would come back as null, which means "not recorded".
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     _checked_by_type: ClassVar[frozenset[str]] = frozenset()
     """The fields whose own type (`StorableJson`, `StorableStr`) checks them first."""
