@@ -84,6 +84,36 @@ async def test_a_path_no_route_has_is_a_404_that_says_to_check_the_base_url(
 
 
 @pytest.mark.parametrize(
+    ("method", "path", "message", "field"),
+    [
+        ("GET", "/model-sweeps/x", "no model sweep 'x' in this project (its ids start with msw-)",
+         "sweep_id"),
+        ("POST", "/model-sweeps/x/cancel", "no model sweep 'x' in this project (its ids start "
+         "with msw-)", "sweep_id"),
+        ("GET", "/model-sweeps/run-1/arms/arm_1/regressions", "no model sweep 'run-1' in this "
+         "project (its ids start with msw-)", "sweep_id"),
+        ("GET", "/preprod-evals/%FF", "no pre-prod run '\ufffd' in this project (its ids start "
+         "with ppr_)", "run_id"),
+    ],
+)  # fmt: skip
+async def test_an_id_of_the_wrong_shape_is_a_404_about_the_resource(
+    client: httpx.AsyncClient,
+    admin_key: CreatedKey,
+    method: str,
+    path: str,
+    message: str,
+    field: str,
+) -> None:
+    """Sweep and run ids are routed by their prefix, so `/model-sweeps/x` matches no route; the
+    answer is about the sweep, not a hint to check the base URL, after the key's own check."""
+    r = await client.request(method, path, headers=auth(admin_key))
+    assert r.status_code == 404, r.text
+    assert r.json()["error"] == {"code": "not_found", "message": message, "field": field}
+    keyless = await client.request(method, path)
+    assert keyless.status_code == 401, keyless.text
+
+
+@pytest.mark.parametrize(
     ("url", "field"),
     [
         ("/datasets?name=a%00b", "name"),

@@ -279,3 +279,45 @@ async def test_each_role_gets_what_the_table_says_on_a_write_route(
     await _project(client, keys["other"])
     found = await _role_problems(client, keys, ids, route)
     assert not found, "\n".join(found)
+
+
+WHATEVER_IT_SENDS: list[tuple[str, dict[str, str], bytes, str]] = [
+    ("a body that is not JSON", {"Content-Type": "application/json"}, b"{bad", ""),
+    ("a body that is not declared JSON", {"Content-Type": "text/plain"}, b"{}", ""),
+    ("an unknown query parameter", {"Content-Type": "application/json"}, b"{}", "?nope=1"),
+]
+"""What a route would refuse for the request itself (400, 415, 422) before its key is checked,
+were the key not checked first."""
+
+
+@sqlite_only("the key is checked before the body is read; storage is not reached")
+@pytest.mark.parametrize(
+    ("what", "headers", "body", "query"), WHATEVER_IT_SENDS, ids=[w[0] for w in WHATEVER_IT_SENDS]
+)
+async def test_a_caller_a_route_refuses_is_told_so_whatever_it_sends(
+    dialect: str,
+    client: httpx.AsyncClient,
+    keys: dict[str, CreatedKey],
+    what: str,
+    headers: dict[str, str],
+    body: bytes,
+    query: str,
+) -> None:
+    """docs/server.md: without a valid key 401, and an ingest key 403 on a configuration route,
+    whatever it sends; a caller the route admits gets the request's own problem."""
+    found = []
+    table = documented_roles()
+    for method, path in WRITE_ROUTES:
+        if path.startswith("/v1/") or path == "/share/{token}":
+            continue  # OTLP receivers decode their own bodies; a share link takes no key
+        url = re.sub(r"\{(\w+)\}", lambda m: f"{m.group(1)}_x", path) + query
+        for who, expected in (("none", 401), ("ingest", 403), ("admin", None)):
+            if expected == 403 and "ingest" in table[(method, path)]:
+                continue
+            caller = auth(keys[who]) if who != "none" else {}
+            r = await client.request(method, url, content=body, headers={**caller, **headers})
+            if expected is not None and r.status_code != expected:
+                found.append(f"{who}: {method} {url} -> {r.status_code} {r.text[:200]}")
+            if expected is None and r.status_code in (401, 403) or r.status_code >= 500:
+                found.append(f"{who}: {method} {url} -> {r.status_code} {r.text[:200]}")
+    assert not found, "\n".join(found)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -73,18 +72,27 @@ async def authenticate(request: Request, db: DbDep) -> Principal:
     return principal
 
 
-def require_role(*roles: Role) -> Callable[[Principal], Awaitable[Principal]]:
-    """A dependency that admits only keys with one of `roles`."""
+class RequireRole:
+    """A dependency that admits only keys with one of `roles`. A class rather than a closure, so
+    that which roles a route admits can be read off its dependencies (`api.access`)."""
 
-    async def check(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
-        if principal.role not in roles:
-            raise Forbidden(
-                f"this route needs a key with role {' or '.join(roles)}; "
-                f"this key's role is {principal.role}"
-            )
+    def __init__(self, *roles: Role) -> None:
+        self.roles = roles
+
+    def refusal(self, role: Role) -> Forbidden | None:
+        if role in self.roles:
+            return None
+        return Forbidden(
+            f"this route needs a key with role {' or '.join(self.roles)}; this key's role is {role}"
+        )
+
+    async def __call__(self, principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+        if (refusal := self.refusal(principal.role)) is not None:
+            raise refusal
         return principal
 
-    return check
+
+require_role = RequireRole
 
 
 AnyKey = Annotated[Principal, Depends(authenticate)]

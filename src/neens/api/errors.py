@@ -20,6 +20,8 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from neens.api.access import access_refusal
+from neens.api.id_shapes import wrong_shape_refusal
 from neens.domain.storable import safe_label, unstorable_text_reason
 from neens.errors import NeensError
 
@@ -341,6 +343,12 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         status, body = validation_error_body(request, exc)
+        # A body that is not JSON at all is found before the route checks the key
+        # (`api.access`): the key's problem is the answer when it has one.
+        if status == 400 and (refusal := await access_refusal(request)) is not None:
+            return JSONResponse(
+                error_body(refusal.code, refusal.message, refusal.field), refusal.status_code
+            )
         return JSONResponse(body, status_code=status)
 
     @app.exception_handler(DataError)
@@ -370,6 +378,11 @@ def install_error_handlers(app: FastAPI) -> None:
                 headers["Allow"] = allowed
                 message = f"{request.method} is not allowed here; this path answers {allowed}"
         elif exc.status_code == 404 and message == "Not Found":
+            if (refusal := await wrong_shape_refusal(request)) is not None:
+                return JSONResponse(
+                    error_body(refusal.code, refusal.message, refusal.field),
+                    refusal.status_code,
+                )
             # No route has this path: most often a base URL with a path of its own (`…/api`).
             message = (
                 f"no route {request.method} {safe_label(request.url.path, 200)} on this server; "

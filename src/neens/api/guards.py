@@ -7,6 +7,7 @@ from typing import Any, get_args, get_origin
 from fastapi import Request
 from fastapi.dependencies.models import Dependant
 
+from neens.api.access import access_refusal
 from neens.errors import Unprocessable, UnsupportedMediaType
 
 
@@ -34,6 +35,8 @@ async def require_json_content_type(request: Request) -> None:
     length = request.headers.get("content-length")
     if length == "0" or (length is None and "transfer-encoding" not in request.headers):
         return  # no body: validation names the missing fields
+    if (refusal := await access_refusal(request)) is not None:
+        raise refusal
     raise UnsupportedMediaType(
         f"this route reads JSON, not {content_type!r}; send Content-Type: application/json"
         if content_type
@@ -77,6 +80,10 @@ async def require_known_query_parameters(request: Request) -> None:
     known = _declared_query(dependant)
     seen: set[str] = set()
     for name, _ in request.query_params.multi_items():
+        if (name not in known or (name in seen and not known[name])) and (
+            refusal := await access_refusal(request)
+        ) is not None:
+            raise refusal
         if name not in known:
             readable = name.replace("\x00", "\\x00")
             expected = ", ".join(sorted(known)) if known else "none"

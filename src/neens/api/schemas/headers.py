@@ -4,7 +4,8 @@ A header is refused when it is created, with the field named, rather than when a
 (where it would fail every item of a run, or every delivery): names are RFC 9110 tokens, values
 printable ASCII (tabs allowed; no line breaks, NUL or other control characters, which would
 split or corrupt the request), not starting or ending with a space or tab (HTTP has no such
-values: a receiver drops the spaces, and the sink client refuses to send them). Headers that frame the request itself are Neens' to set.
+values: a receiver drops the spaces, and the sink client refuses to send them). Headers that
+frame the request itself are Neens' to set.
 """
 
 from __future__ import annotations
