@@ -73,3 +73,48 @@ def test_signing_keys_follow_the_secret_keys_and_their_rotation() -> None:
 )
 def test_next_is_a_path_of_the_pages_or_home(target: str | None, goes_to: str) -> None:
     assert safe_next(target) == goes_to
+
+
+ESCAPES = [
+    "/ui/..//evil.example",
+    "/ui/../evil",
+    "/ui/x/../../evil",
+    "/ui/./../..//evil.example",
+    "/ui/%2e%2e/%2e%2e//evil.example",
+    "/ui/%2E%2E//evil.example",
+    "/ui/.%2e//evil.example",
+    "/ui/%252e%252e//evil.example",
+    "/ui/%25252e%25252e//evil.example",
+    "/ui/..%2f%2fevil.example",
+    "/ui/..%2F..%2Fevil",
+    "/ui/a%2fb/../../evil",
+    "/ui/..%5c..%5cevil.example",
+    "/ui/%5C%5Cevil.example",
+    "/ui/..\\evil.example",
+    "/ui/%00",
+    "/ui/x%0d%0aSet-Cookie:%20a=b",
+    "/ui/\x85evil",
+    "/ui/datasets/../sign-in",
+    "/ui/%73ign-in/../..//evil.example",
+]
+"""`next` values that leave `/ui/` once a browser (or a server that decodes `%2f`) resolves
+their dot segments, or that hide a backslash or control character behind percent-encoding."""
+
+
+@pytest.mark.parametrize("target", ESCAPES)
+def test_next_never_leaves_the_pages_through_dot_segments_or_encoding(target: str) -> None:
+    assert safe_next(target) == HOME
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/ui/sweeps/msw-01JB2X?x=1",
+        "/ui/sweeps/msw-01JB2X/compare?bar=0.9&baselineArm=msa-1",
+        "/ui/datasets/../sweeps",
+        "/ui/preprod-evals/ppr_1?cursor=a%2Fb%2e",
+        "/ui/",
+    ],
+)
+def test_an_ordinary_page_path_is_followed_as_it_is(target: str) -> None:
+    assert safe_next(target) == target

@@ -51,3 +51,22 @@ def test_every_status_has_a_word_and_a_symbol_besides_its_colour() -> None:
         assert formats.symbol(word) == formats.SYMBOLS[tone]
     assert formats.words("completed_with_regressions") == "completed with regressions"
     assert formats.tone("a status no one knows") == "quiet"
+
+
+def test_a_negative_zero_or_a_difference_rounded_away_shows_no_minus() -> None:
+    assert formats.wire(-0.0) == "0.0"
+    assert formats.wire(0) == "0"
+    assert formats.percent(-0.0) == "0.0%"
+    assert formats.percent(-0.00001) == "0.0%"
+    assert formats.percent_short(-0.0) == "0%"
+    assert formats.pct_change(-0.0) == "0.0%"
+    assert formats.pct_change(-0.01) == "0.0%"
+    assert formats.pct_change(0.01) == "0.0%"
+    assert formats.usd(-0.0, signed=True) == "$0.00"
+    assert formats.usd(-1e-9, signed=True) == "$0.000000"
+    assert formats.ms(-0.4, signed=True) == "0 ms"
+    assert formats.decimal(-0.001, 2, signed=True) == "0.00"
+    assert formats.cost_rule(-0.0, "max_delta_pct") == "0.0%"
+    # What does not round to zero keeps its sign.
+    assert formats.pct_change(-0.05) == "−0.1%"
+    assert formats.percent(-0.001) == "-0.1%"

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.web.conftest import Site
-from tests.web.pages import csrf_of, page, sign_in, twin
+from tests.web.pages import csrf_of, one, page, sign_in, twin
 from tests.web.sweeps import Sweeps, enable_sharing
 
 pytestmark = pytest.mark.xdist_group("web-hostile-input")
@@ -135,7 +135,10 @@ async def test_a_revoked_share_link_is_gone(
         await enable_sharing(pages, site.admin, False)
 
 
-BAD_BARS = [HUGE, "1" + "0" * 400, "1e309", "nan", "inf", "-0.5", "1.5", "0.5%00", "%00", "½"]
+BAD_BARS = [
+    *[HUGE, "1" + "0" * 400, "1e309", "nan", "inf", "-0.5", "1.5", "0.5%00", "%00", "½"],
+    *["0.1_0", "%D9%A0.%D9%A5", "0.%EF%BC%95", "1e-1"],  # an underscore, ٠.٥, 0.５, an exponent
+]
 BAD_ARMS = ["%00", "msa-%00", "msa-" + "x" * 5_000, "msa-unknown", "%E2%80%AE"]
 
 
@@ -162,6 +165,53 @@ async def test_bar_and_baseline_arm_that_make_no_sense_are_refused_naming_them(
     r = await pages.get(f"{base}/compare", params={"baselineArm": void["arms"][0]["id"]})
     is_page(r, 422)
     assert "baselineArm" in r.text
+
+
+async def test_a_bar_of_minus_zero_is_shown_as_zero(
+    site: Site, sweeps: Sweeps, pages: httpx.AsyncClient
+) -> None:
+    html = await page(pages, f"/ui/sweeps/{sweeps.priced}/compare", bar="-0")
+    bar = one(html, "bar.value")
+    assert bar.value == 0 and bar.text == "bar 0%"
+    assert 'name="bar" type="number"' in html and 'value="0.0"' in html
+    assert "-0.0" not in html and "bar -0%" not in html and "bar=-0" not in html
+    r = await pages.get(f"/ui/sweeps/{sweeps.priced}/frontier.svg", params={"bar": "-0"})
+    assert r.status_code == 200 and "bar -0%" not in r.text and "bar 0%" in r.text
+
+
+@pytest.mark.parametrize(
+    ("field", "typed"),
+    [
+        ("max_regressions", "1_0"),
+        ("max_regressions", "٣"),
+        ("min_pass_rate", "0.7_5"),
+        ("min_pass_rate", "٠.٥"),
+        ("max_avg_usd", "1e-3"),
+        ("max_delta_pct", "１0"),
+    ],
+)
+async def test_the_new_run_form_takes_numbers_in_ascii_digits_only(
+    site: Site, pages: httpx.AsyncClient, field: str, typed: str
+) -> None:
+    before = await twin(pages, site.admin, "/preprod-evals", limit=500)
+    form = await page(pages, "/ui/preprod-evals/new")
+    judges = (await twin(pages, site.admin, "/judges"))["judges"]
+    r = await pages.post(
+        "/ui/preprod-evals",
+        data={
+            "csrf_token": csrf_of(form),
+            "version_label": "typed-label",
+            "dataset": site.scenario.dataset_id,
+            "runner_mode": "runner",
+            "judge": next(j["id"] for j in judges if j["isPrimary"]),
+            "baseline": "none",
+            field: typed,
+        },
+    )
+    is_page(r, 422)
+    assert f"{field} must be" in r.text and typed in r.text
+    after = await twin(pages, site.admin, "/preprod-evals", limit=500)
+    assert [run["id"] for run in after["runs"]] == [run["id"] for run in before["runs"]]
 
 
 QUERIES = [

@@ -49,6 +49,12 @@ async def test_a_page_without_a_session_sends_to_sign_in_and_back(
         "/datasets",
         "ui/datasets",
         "/ui/sign-in?next=//evil.example",
+        "/ui/..//evil.example",
+        "/ui/%2e%2e/%2e%2e//evil.example",
+        "/ui/%252e%252e//evil.example",
+        "/ui/..%2f%2fevil.example",
+        "/ui/..%5c..%5cevil.example",
+        "/ui/..\\/evil.example",
     ],
 )
 async def test_after_sign_in_next_only_ever_leads_to_a_page_here(
@@ -68,6 +74,17 @@ async def test_next_leads_back_to_the_page_asked_for(
     target = f"/ui/datasets/{site.scenario.dataset_id}"
     form = await page(anonymous, "/ui/sign-in", next=target)
     assert f'name="next" value="{target}"' in form
+    r = await anonymous.post(
+        "/ui/sign-in", data={"csrf_token": csrf_of(form), "key": site.admin.key, "next": target}
+    )
+    assert (r.status_code, r.headers["location"]) == (303, target)
+
+
+async def test_next_with_a_query_leads_back_as_it_was_asked(
+    site: Site, anonymous: httpx.AsyncClient
+) -> None:
+    target = "/ui/sweeps/msw-01JB2X?x=1"
+    form = await page(anonymous, "/ui/sign-in", next=target)
     r = await anonymous.post(
         "/ui/sign-in", data={"csrf_token": csrf_of(form), "key": site.admin.key, "next": target}
     )

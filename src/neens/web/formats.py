@@ -5,38 +5,50 @@ never as 0. docs/pages.md lists them."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 NO_DATA = "no data"
 UNPRICED = "unpriced"
 MINUS = "\u2212"
+_NONZERO = re.compile("[1-9]")
 
 
-def _sign(value: float, signed: bool) -> str:
-    """A delta shows + and − (and nothing for 0); any other value only its minus."""
+def _sign(value: float, signed: bool, shown: str) -> str:
+    """A delta shows + and − (and nothing for 0); any other value only its minus. `shown` is the
+    magnitude as written: one that reads as zero (−0, or a difference rounded away) has no sign."""
+    if not _NONZERO.search(shown):
+        return ""
     if value < 0:
         return MINUS
     return "+" if signed and value > 0 else ""
 
 
+def _unsigned_zero(text: str) -> str:
+    """`text` without its minus when it reads as zero: `-0.0` (a −0 or a rounded tiny negative)
+    is `0.0`."""
+    return text.removeprefix("-") if not _NONZERO.search(text) else text
+
+
 def percent(value: float | None) -> str:
     """A rate in [0, 1] as a percentage with one decimal: 0.875 → 87.5%."""
-    return NO_DATA if value is None else f"{value * 100:.1f}%"
+    return NO_DATA if value is None else _unsigned_zero(f"{value * 100:.1f}") + "%"
 
 
 def percent_short(value: float | None) -> str:
     """A bar as people say it: 0.9 → 90%, 0.875 → 87.5%."""
     if value is None:
         return NO_DATA
-    return f"{value * 100:.1f}".removesuffix(".0") + "%"
+    return _unsigned_zero(f"{value * 100:.1f}").removesuffix(".0") + "%"
 
 
 def pct_change(value: float | None) -> str:
     """A change already in percent: −95.3%, +12.0%; "no data" when unknown."""
     if value is None:
         return NO_DATA
-    return f"{_sign(value, True)}{abs(value):,.1f}%"
+    shown = f"{abs(value):,.1f}"
+    return f"{_sign(value, True, shown)}{shown}%"
 
 
 def usd(value: float | None, *, signed: bool = False) -> str:
@@ -44,26 +56,25 @@ def usd(value: float | None, *, signed: bool = False) -> str:
     so a cheap call's cost is not rounded to $0.00. None is `unpriced`, never $0."""
     if value is None:
         return UNPRICED
-    sign = _sign(value, signed)
     amount = abs(value)
     text = f"{amount:,.2f}" if amount >= 1 or amount == 0 else f"{amount:.6f}"
-    return f"{sign}${text}"
+    return f"{_sign(value, signed, text)}${text}"
 
 
 def ms(value: float | None, *, signed: bool = False) -> str:
     """Milliseconds, whole: 1,234 ms."""
     if value is None:
         return NO_DATA
-    sign = _sign(value, signed)
-    return f"{sign}{abs(value):,.0f} ms"
+    shown = f"{abs(value):,.0f}"
+    return f"{_sign(value, signed, shown)}{shown} ms"
 
 
 def decimal(value: float | None, places: int = 2, *, signed: bool = False) -> str:
     """A plain number with `places` decimals (scores, mean step counts)."""
     if value is None:
         return NO_DATA
-    sign = _sign(value, signed)
-    return f"{sign}{abs(value):,.{places}f}"
+    shown = f"{abs(value):,.{places}f}"
+    return f"{_sign(value, signed, shown)}{shown}"
 
 
 def cost_rule(value: float | None, rule: str) -> str:
@@ -71,7 +82,7 @@ def cost_rule(value: float | None, rule: str) -> str:
     if value is None:
         return UNPRICED
     if rule == "max_delta_pct":
-        return f"{_sign(value, True)}{abs(value):,.1f}%"
+        return pct_change(value)
     return usd(value, signed=rule == "max_delta_usd")
 
 
@@ -92,7 +103,9 @@ def iso(value: datetime | None) -> str:
 
 def wire(value: Any) -> str:
     """A value as the API writes it in JSON, for the `data-value` attribute tests and scripts
-    read: null, true, 0.875, "text"."""
+    read: null, true, 0.875, "text". A −0 is written 0.0, as people read it."""
+    if isinstance(value, float) and value == 0:
+        value = 0.0
     return json.dumps(value, ensure_ascii=False)
 
 

@@ -12,11 +12,16 @@ What it draws, and what it never draws:
 - the bar as a dashed horizontal line;
 - never an unpriced arm or an arm with no data: the page lists those beside the chart, so
   nothing is placed at 0 USD or 0% that was not measured there.
+
+Labels and the title are people's text: they are drawn as written (`parse_math=False`, so `$`
+is a dollar sign, never Matplotlib's mathtext, which could fail the chart), with the characters
+XML 1.0 does not allow replaced by U+FFFD so the SVG stays a well-formed document (`_drawable`).
 """
 
 from __future__ import annotations
 
 import io
+import re
 from typing import TYPE_CHECKING, Final
 
 from neens.domain.decision_frontier import Frontier, FrontierPoint
@@ -35,6 +40,16 @@ _FRONTIER: Final = "#1f6f43"
 _OTHER: Final = "#4a5560"
 _EXCLUDED: Final = "#9aa3ab"
 _HIGHLIGHT: Final = "#b35900"
+_LINE_BREAKS: Final = re.compile("[\t\n\r]")
+_NOT_XML: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""What XML 1.0's `Char` production leaves out (a control character, a lone surrogate, U+FFFE,
+U+FFFF): any of them in the SVG makes it a document no parser reads."""
+
+
+def _drawable(text: str) -> str:
+    """`text` as the chart can carry it: characters XML does not allow become U+FFFD, and tabs
+    and line breaks (allowed, but drawn oddly) a space."""
+    return _NOT_XML.sub("\ufffd", _LINE_BREAKS.sub(" ", text))
 
 
 def frontier_svg(frontier: Frontier, *, bar: float, title: str) -> str:
@@ -43,6 +58,8 @@ def frontier_svg(frontier: Frontier, *, bar: float, title: str) -> str:
     from matplotlib import rc_context  # imported on first use: about half a second
     from matplotlib.figure import Figure
 
+    title = _drawable(title)
+    bar = bar + 0.0  # a −0 bar is labelled 0%, not −0%
     fig = Figure(figsize=(7.2, 4.0), dpi=100)
     ax = fig.add_subplot()
     points = frontier.points
@@ -67,6 +84,7 @@ def frontier_svg(frontier: Frontier, *, bar: float, title: str) -> str:
         ha="right",
         fontsize=8,
         color=_HIGHLIGHT,
+        parse_math=False,
     )
     ax.set_xlabel("cost per case (USD)")
     ax.set_ylabel("pass rate (%), 95% interval")
@@ -78,7 +96,7 @@ def frontier_svg(frontier: Frontier, *, bar: float, title: str) -> str:
         ax.set_xlim(max(0.0, min(costs) - span * 0.15), max(costs) + span * 0.25)
     else:
         ax.text(0.5, 0.5, "no priced arm to place", ha="center", va="center",
-                transform=ax.transAxes, color=_OTHER)  # fmt: skip
+                transform=ax.transAxes, color=_OTHER, parse_math=False)  # fmt: skip
     ax.grid(True, linewidth=0.4, alpha=0.5)
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
@@ -111,11 +129,12 @@ def _draw_point(ax: Axes, point: FrontierPoint) -> None:
                 markeredgecolor=_HIGHLIGHT, markeredgewidth=2, zorder=4)  # fmt: skip
     note = f" ({_EXCLUDED_NOTE[point.excluded]})" if point.excluded else ""
     ax.annotate(
-        f"{point.label}{note}",
+        f"{_drawable(point.label)}{note}",
         xy=(x, y),
         xytext=(7, 5),
         textcoords="offset points",
         fontsize=8,
         color=colour if not point.highlighted else _HIGHLIGHT,
         fontweight="bold" if point.highlighted else "normal",
+        parse_math=False,
     )

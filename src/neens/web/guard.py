@@ -14,9 +14,12 @@
 from __future__ import annotations
 
 import hmac
+import posixpath
+import re
 import time
+import unicodedata
 from dataclasses import dataclass
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from fastapi import Request
 from starlette.datastructures import State
@@ -149,15 +152,45 @@ def safe_next(value: str | None) -> str:
     """Where to go after sign-in: `value` when it is a path of these pages, else the home page.
 
     Refused: anything with a scheme or a host (`https://evil`, `//evil`), backslashes (which
-    browsers read as slashes), control characters, and paths outside `/ui/`."""
-    if not value or "\\" in value or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+    browsers read as slashes), control characters, and paths outside `/ui/` once dot segments
+    are resolved (`/ui/..//evil` reads as `//evil`). Browsers read `%2e` as a dot in a path and
+    some servers `%2f` as a slash, so an encoded dot, slash or backslash in the path, at any
+    depth of encoding, is refused too: no page path needs one."""
+    if not value or _unsafe_text(value):
         return HOME
     parts = urlsplit(value)
     if parts.scheme or parts.netloc or value.startswith("//"):
         return HOME
-    if not parts.path.startswith(f"{PREFIX}/") or parts.path.startswith(SIGN_IN):
+    decoded = _decoded_path(parts.path)
+    if decoded is None or _unsafe_text(decoded):
         return HOME
+    for path in (parts.path, decoded):
+        resolved = posixpath.normpath(path) + ("/" if path.endswith("/") else "")
+        if not resolved.startswith(f"{PREFIX}/") or resolved.startswith(SIGN_IN):
+            return HOME
     return value
+
+
+_ENCODED_SEPARATOR = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)
+_MAX_DECODINGS = 4
+
+
+def _unsafe_text(text: str) -> bool:
+    """Backslashes and control characters (C0, DEL, C1), which browsers drop or read as `/`."""
+    return "\\" in text or any(unicodedata.category(c) == "Cc" for c in text)
+
+
+def _decoded_path(path: str) -> str | None:
+    """`path` percent-decoded until it no longer changes; None when some layer holds an encoded
+    dot, slash or backslash, or it keeps changing."""
+    for _ in range(_MAX_DECODINGS):
+        if _ENCODED_SEPARATOR.search(path):
+            return None
+        decoded = unquote(path)
+        if decoded == path:
+            return path
+        path = decoded
+    return None
 
 
 @dataclass(frozen=True, slots=True)

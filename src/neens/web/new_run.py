@@ -20,6 +20,7 @@ from neens.api.schemas.preprod import PreprodOut
 from neens.domain.run_lifecycle import TERMINAL
 from neens.errors import Unprocessable
 from neens.store.judges import SCOREABLE
+from neens.web.form_numbers import plain_decimal, whole_number
 from neens.web.guard import Form
 
 PROD_WINDOWS = (("24h", "last 24 hours"), ("7d", "last 7 days"), ("30d", "last 30 days"))
@@ -138,11 +139,13 @@ def posted(form: Form) -> Values:
 
 
 def _number(text: str, field: str, *, integer: bool) -> int | float:
-    try:
-        return int(text) if integer else float(text)
-    except ValueError:
-        kind = "a whole number" if integer else "a number"
-        raise Unprocessable(f"{field} must be {kind}, not {text!r}", field=field) from None
+    """A gate field's number in ASCII digits (`form_numbers`): `1_0` or `٣` is refused, not
+    read as 10 or 3."""
+    value = whole_number(text) if integer else plain_decimal(text)
+    if value is None:
+        kind = "a whole number (digits 0-9)" if integer else "a number such as 0.75 (digits 0-9)"
+        raise Unprocessable(f"{field} must be {kind}, not {text!r}", field=field)
+    return value
 
 
 def _baseline(choice: str) -> dict[str, str] | None:

@@ -24,6 +24,7 @@ from neens.api.schemas.share import ShareLinkIn
 from neens.domain.sweeps import SWEEP_TERMINAL
 from neens.errors import NotFound, Unprocessable
 from neens.views.decisions import sweep_decision
+from neens.web.form_numbers import plain_decimal
 from neens.web.guard import Viewer, current_viewer, db_of, read_form, settings_of
 from neens.web.render import query, render, segment
 
@@ -52,13 +53,13 @@ FRONTIER_SVG_HEADERS = {
 
 
 def _bar(text: str | None) -> float | None:
-    """The `?bar=` of a page: empty is no bar (the form sends it empty); else the API's rule."""
+    """The `?bar=` of a page: empty is no bar (the form sends it empty); else the API's rule,
+    written in ASCII digits (`form_numbers`), and `-0` read as 0 so the page never echoes `-0.0`."""
     if text is None or not text.strip():
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise Unprocessable("bar must be a number from 0 to 1, e.g. 0.9", field="bar") from None
+    value = plain_decimal(text.strip())
+    if value is None:
+        raise Unprocessable("bar must be a number from 0 to 1, e.g. 0.9", field="bar")
     if not 0 <= value <= 1:
         raise Unprocessable("bar must be from 0 to 1, e.g. 0.9", field="bar")
     return value
