@@ -10,6 +10,7 @@ server reads the same answers from the database is tests/api/test_sweep_decision
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -421,6 +422,18 @@ def test_the_cheapest_arm_that_clears_is_recommended_not_the_top_rate(compare: C
     assert verdict.savings_usd == pytest.approx(0.0105)
     assert verdict.savings_pct == pytest.approx(84.0)
     assert "84% less than sonnet (the baseline)" in verdict.sentence
+
+
+def test_no_savings_is_zero_never_negative_zero(compare: Compare) -> None:
+    """The baseline itself recommended: its cost delta is 0, so its savings are 0 — written
+    `0.0` in JSON, where negating the delta gave `-0.0`."""
+    only = arm("msa-only", 0, passing(40, of=40, cost=0.01))
+    other = arm("msa-other", 1, passing(10, of=40, cost=0.001))
+    verdict = compare([only, other], items(40)).verdict
+
+    assert verdict.recommended_arm_id == "msa-only"
+    assert verdict.savings_usd == 0.0 and math.copysign(1.0, verdict.savings_usd) == 1.0
+    assert verdict.savings_pct == 0.0 and math.copysign(1.0, verdict.savings_pct) == 1.0
 
 
 def test_clearing_on_the_point_estimate_only_is_said_out_loud(compare: Compare) -> None:

@@ -54,8 +54,9 @@ def _verdict(
     baseline = arms[base]
     savings_usd = savings_pct = None
     if chosen.cost_delta_usd is not None:
-        savings_usd = -chosen.cost_delta_usd
-        savings_pct = -chosen.cost_delta_pct if chosen.cost_delta_pct is not None else None
+        # `0.0 - x`, not `-x`: no savings is 0, where `-0.0` would be printed as "-0.0".
+        savings_usd = 0.0 - chosen.cost_delta_usd
+        savings_pct = 0.0 - chosen.cost_delta_pct if chosen.cost_delta_pct is not None else None
     clears_on: Literal["lower_bound", "point"] = (
         "lower_bound" if chosen.clears_bar == "lower_bound" else "point"
     )

@@ -52,7 +52,7 @@ def bar_of(sweep: ModelSweep, asked: float | None) -> Bar:
     """The bar and where it came from: the query's, else the sweep's pinned gate's
     `min_pass_rate`, else the documented default (always said, never silent)."""
     if asked is not None:
-        return Bar(asked, "query")
+        return Bar(asked + 0.0, "query")  # `+ 0.0`: a bar of -0 is 0 (not echoed as -0.0)
     pinned = dict(sweep.gate).get("min_pass_rate")
     if isinstance(pinned, int | float) and not isinstance(pinned, bool):
         return Bar(float(pinned), "gate")
