@@ -134,26 +134,101 @@ async def create_judge(
 async def check_components(
     s: AsyncSession, project_id: str, components: list[dict[str, Any]], judge_id: str | None
 ) -> None:
-    """Composite components must be scoreable judges of the project, and form no cycle."""
+    """The rules for a composite's components, whether it is created (`judge_id` None) or
+    changed: each is an enabled, scoreable judge of the project, listed once, and none is the
+    composite itself or includes it (a cycle). Errors name `components[i].judgeId`.
+
+    A disabled component is refused as `POST /preprod-evals` refuses a disabled judge: through
+    the composite it would still score every run. The rows are read `FOR SHARE` (PostgreSQL), so
+    a concurrent `PATCH` disabling one waits for this transaction, then sees the composite that
+    uses it (`_check_enabled_change`).
+    """
     ids = [c["judgeId"] for c in components]
     rows = {
-        r.id: r for r in await s.scalars(in_project(Judge, project_id).where(Judge.id.in_(ids)))
+        r.id: r
+        for r in await s.scalars(
+            in_project(Judge, project_id)
+            .where(Judge.id.in_(ids))
+            .with_for_update(read=True)
+            .execution_options(populate_existing=True)
+        )
     }
+    first: dict[str, int] = {}
     for index, component_id in enumerate(ids):
         row = rows.get(component_id)
         field = f"components[{index}].judgeId"
         if row is None:
             raise JUDGE.missing(component_id, field=field)
+        if component_id == judge_id:
+            raise Unprocessable(
+                f"judge {row.name!r} is this composite: a composite cannot be its own component",
+                field=field,
+            )
         if row.type == "classifier":
             raise Unprocessable(
                 f"judge {row.name!r} is a classifier: it assigns labels, not scores, "
                 "so it cannot be part of a composite",
                 field=field,
             )
+        if not row.enabled:
+            raise Unprocessable(
+                f"judge {row.name!r} is disabled: enable it first, or leave it out", field=field
+            )
+        if component_id in first:
+            raise Unprocessable(
+                f"judge {row.name!r} is already components[{first[component_id]}]: list each "
+                "judge once, with the whole weight it should have",
+                field=field,
+            )
+        first[component_id] = index
         if judge_id is not None and await _reaches(s, component_id, judge_id):
             raise Unprocessable(
                 f"judge {row.name!r} already includes this composite: that would be a cycle",
                 field=field,
+            )
+
+
+async def _check_enabled_change(s: AsyncSession, project_id: str, row: Judge) -> None:
+    """Keep every enabled composite's components enabled, naming what is in the way (409).
+
+    A disabled judge cannot be picked for a run, but a composite that uses it would go on
+    scoring it: so a judge that an enabled composite uses cannot be disabled until those
+    composites are disabled or no longer use it, and a composite is enabled again only once its
+    components are. `row` holds the requested state and is locked (`FOR UPDATE`), so a
+    concurrent change of a composite's components (`check_components`) sees it.
+    """
+    if not row.enabled:
+        composites = await s.scalars(
+            in_project(Judge, project_id)
+            .where(Judge.type == "composite", Judge.enabled.is_(True), Judge.id != row.id)
+            .order_by(Judge.created_at, Judge.id)
+        )
+        users = [
+            c.name
+            for c in composites
+            if any(part.get("judgeId") == row.id for part in c.config.get("components", []))
+        ]
+        if users:
+            raise Conflict(
+                f"judge {row.name!r} is a component of the enabled composite(s) "
+                f"{', '.join(repr(name) for name in users)}: remove it from their components "
+                "or disable them first",
+                field="enabled",
+            )
+    elif row.type == "composite":
+        ids = [part["judgeId"] for part in row.config.get("components", [])]
+        disabled = await s.scalars(
+            in_project(Judge, project_id)
+            .where(Judge.id.in_(ids), Judge.enabled.is_(False))
+            .with_for_update(read=True)
+        )
+        names = sorted(c.name for c in disabled)
+        if names:
+            raise Conflict(
+                f"the composite's component(s) {', '.join(repr(name) for name in names)} "
+                f"{'is' if len(names) == 1 else 'are'} disabled: enable them first, or change "
+                "its components",
+                field="enabled",
             )
 
 
@@ -178,14 +253,17 @@ async def update_judge(
     db: Database, project_id: str, judge_id: str, fields: dict[str, Any]
 ) -> JudgeInfo:
     async with db.write() as s:
-        row = await owned(s, JUDGE, project_id, judge_id)
+        row = await owned(s, JUDGE, project_id, judge_id, for_update=True)
         if "components" in fields:
             if row.type != "composite":
                 raise Unprocessable("only a composite judge has components", field="components")
             await check_components(s, project_id, fields["components"], row.id)
             row.config = {**row.config, "components": fields.pop("components")}
+        was_enabled = row.enabled
         for name, value in fields.items():
             setattr(row, name, value)
+        if row.enabled != was_enabled:
+            await _check_enabled_change(s, project_id, row)
     db.memo_forget("production-judges", project_id)
     return _info(row)
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, HttpUrl, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, HttpUrl, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
 from neens.api.schemas.agent_connections import refuse_null
 from neens.api.schemas.base import NameStr, RequestBody, ResponseBody, StorableStr
+from neens.api.schemas.headers import MAX_VALUE_CHARS, check_headers
 
 
 class _Camel(RequestBody):
@@ -19,12 +20,45 @@ class _Camel(RequestBody):
     )
 
 
+def check_api_key(value: str) -> str:
+    """An API key that can be sent as it is: `Authorization: Bearer <apiKey>`.
+
+    An empty key would be stored and reported as `hasApiKey: true`, then sent as `Bearer ` and
+    refused by the provider; a key with a line break or other control character cannot be sent
+    as a header value at all. Both are refused when the judge is created, naming the field,
+    rather than on every item a run scores. The value is checked as agent connection headers
+    are (`check_headers`), and is never quoted back: it is a secret.
+    """
+    if not value.strip():
+        raise ValueError(
+            "an API key cannot be empty or only spaces: leave it out for an endpoint that "
+            "needs no key"
+        )
+    try:
+        check_headers({"Authorization": value})
+    except ValueError:
+        sendable = False
+    else:
+        sendable = value == value.strip(" \t")
+    if not sendable:
+        raise ValueError(
+            "an API key is sent as the header value `Bearer <apiKey>`, so it must be printable "
+            "ASCII (no line breaks, NUL or other control characters), not start or end with a "
+            f"space or tab, and be at most {MAX_VALUE_CHARS} characters"
+        )
+    return value
+
+
+ApiKey = Annotated[StorableStr, AfterValidator(check_api_key)]
+"""An LLM endpoint's API key, checked by `check_api_key`."""
+
+
 class LlmEndpointIn(_Camel):
     base_url: HttpUrl
     """An OpenAI-compatible API base, e.g. `https://api.openai.com/v1`."""
     model: NameStr = Field(min_length=1, max_length=500)
     """The judge model."""
-    api_key: StorableStr | None = None
+    api_key: ApiKey | None = None
     """Sent as the bearer token. Stored, never returned."""
     timeout_s: float = Field(default=60.0, gt=0, le=600)
     """Longest one verdict may take, retries included."""
@@ -60,7 +94,7 @@ class LlmPromptJudgeIn(_JudgeCommon):
 class ComponentIn(_Camel):
     judge_id: str
     """A scoreable judge of the project."""
-    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False, strict=True)
     """Its weight in the mean."""
 
 

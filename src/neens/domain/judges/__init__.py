@@ -22,7 +22,7 @@ This package re-exports the public names of its modules, so callers import from
 `neens.domain.judges` without knowing how it is split.
 """
 
-from neens.domain.judges.composite import composite, validate_composite_weights
+from neens.domain.judges.composite import composite, validate_composite_weights, weighted_mean
 from neens.domain.judges.managed import (
     MANAGED_CHECKS,
     ManagedCheck,
@@ -66,4 +66,5 @@ __all__ = [
     "validate_labels",
     "validate_managed_config",
     "validate_template",
+    "weighted_mean",
 ]
