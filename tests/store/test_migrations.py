@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -116,3 +118,25 @@ async def test_an_unreachable_database_server_is_one_line_without_the_password()
     assert "s3cret" not in message
     assert "\n" not in message
     assert caught.value.exit_code == 3
+
+
+def test_commands_started_at_once_on_a_new_sqlite_store_all_migrate_it(tmp_path: Path) -> None:
+    """Several processes upgrading one new SQLite file at once (parallel CI jobs sharing a
+    store): one creates the tables, the others wait for its write lock and find them there."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'new.db'}"
+    probe = (
+        f"import asyncio\nfrom neens.store import migrate\nasyncio.run(migrate.upgrade({url!r}))\n"
+    )
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", probe], stderr=subprocess.PIPE, text=True, env=os.environ
+        )
+        for _ in range(4)
+    ]
+    failures = []
+    for process in processes:
+        _, stderr = process.communicate(timeout=120)
+        if process.returncode != 0:
+            failures.append(stderr.strip().splitlines()[-1])
+    assert failures == []
+    assert asyncio.run(migrate.current_revision(url)) == migrate.HEAD_REVISION

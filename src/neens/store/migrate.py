@@ -22,14 +22,15 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from neens.store.db import make_engine
+from neens.store.db import SQLITE_BEGIN_WRITE, make_engine
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 PG_MIGRATION_LOCK = 0x4E45454E53
-"""Advisory-lock key so that several servers starting at once migrate one after another."""
+"""Advisory-lock key so that several servers starting at once migrate one after another (on
+SQLite, the database's own write lock, taken for the whole upgrade, does the same)."""
 
 HEAD_REVISION: Final = "0021"
 """The newest migration's revision (migrations/versions/): a new migration changes it too, and
@@ -141,6 +142,13 @@ async def _run(url: str, action: str, revision: str) -> None:
             async with conn.begin():
                 if conn.dialect.name == "postgresql":
                     await conn.execute(text(f"SELECT pg_advisory_xact_lock({PG_MIGRATION_LOCK})"))
+                else:
+                    # The whole upgrade in one transaction holding SQLite's write lock: commands
+                    # started at once on a new store migrate one after another (the next finds
+                    # the tables there), and a failed upgrade leaves nothing half-made. Without
+                    # it Python's sqlite3 ran each CREATE TABLE on its own, and the second
+                    # command failed on "table companies already exists".
+                    await conn.exec_driver_sql(SQLITE_BEGIN_WRITE)
 
                 def run(sync_conn: Connection) -> None:
                     config = alembic_config(sync_conn)
