@@ -4,8 +4,10 @@ position, 415 for a body that is not JSON, and the Allow header of a 405."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -446,3 +448,64 @@ async def test_a_nul_character_in_a_json_key_that_reaches_postgresql_is_a_422(
         async with httpx.AsyncClient(transport=transport, base_url="http://neens.test") as c:
             r = await c.get("/datasets", headers=auth(ingest_key))
     assert r.status_code == 422, r.text
+
+
+async def test_a_problem_inside_a_field_is_named_down_to_its_part(
+    client: httpx.AsyncClient, admin_key: CreatedKey
+) -> None:
+    """The 422's field is the part of the value at fault, not the whole field holding it."""
+    h = auth(admin_key)
+    ds = (await client.post("/datasets", json={"name": "golden"}, headers=h)).json()["id"]
+    r = await client.post(
+        f"/datasets/{ds}/versions", json={"items": [{"input": "q"}], "golden": True}, headers=h
+    )
+    assert r.status_code == 201, r.text
+    judge = await client.post(
+        "/judges", json={"name": "exact", "type": "managed", "check": "exact_match"}, headers=h
+    )
+    judge_id = judge.json()["id"]
+    base = {"dataset_id": ds, "version_label": "v1"}
+    cases: list[tuple[dict[str, Any], str, str]] = [
+        (
+            {"gate": {"cost": {"max_avg_usd": 1e999}}},
+            "gate.cost.max_avg_usd",
+            "gate.cost.max_avg_usd: is inf, which JSON cannot represent",
+        ),
+        (
+            {"baseline": {"kind": "preprod_run"}},
+            "baseline.value",
+            "baseline.value: is required for kind preprod_run",
+        ),
+        (
+            {"baseline": {"kind": "prod_window", "range": "7d", "value": "ppr_x"}},
+            "baseline.value",
+            "baseline.value: does not apply to kind prod_window",
+        ),
+        (
+            {"judge_deployment_ids": [judge_id, judge_id]},
+            "judge_deployment_ids[1]",
+            "judge 'exact' is listed twice (also at [0]); list each judge once",
+        ),
+    ]
+    for extra, field, message in cases:
+        r = await client.post(
+            "/preprod-evals", content=json.dumps({**base, **extra}), headers={
+                **h, "Content-Type": "application/json"
+            },
+        )  # fmt: skip
+        assert r.status_code == 422, r.text
+        assert (r.json()["error"]["field"], r.json()["error"]["message"]) == (field, message)
+    r = await client.get("/preprod-compare", params={"runs": "ppr_nope"}, headers=h)
+    assert r.status_code == 404, r.text
+    assert r.json()["error"]["field"] == "runs"
+
+
+async def test_a_number_too_long_to_read_is_said_to_be_one(
+    client: httpx.AsyncClient, admin_key: CreatedKey
+) -> None:
+    body = b'{"name": "d", "x": ' + b"9" * 5000 + b"}"
+    r = await client.post(
+        "/datasets", content=body, headers={**auth(admin_key), "Content-Type": "application/json"}
+    )
+    assert r.status_code == 400, r.text
+    assert "a number too long to read (over 4,300 digits)" in r.json()["error"]["message"]

@@ -79,7 +79,7 @@ async def test_a_dataset_without_a_golden_version_needs_a_pinned_version(
         ),
         ({"baseline": {"kind": "preprod_run", "value": "ppr_nope"}}, 404, "baseline.value"),
         ({"baseline": {"kind": "yesterday"}}, 422, "baseline.kind"),
-        ({"baseline": {"kind": "prod_window"}}, 422, "baseline"),
+        ({"baseline": {"kind": "prod_window"}}, 422, "baseline.range"),
         ({"gate": {"min_pass_rate": 1.5}}, 422, "gate.min_pass_rate"),
         ({"gate": {"max_regresions": 0}}, 422, "gate.max_regresions"),
         ({"gate": {"cost": {"max_avg_usd": -1}}}, 422, "gate.cost.max_avg_usd"),

@@ -53,8 +53,10 @@ class Slot:
 
     def field_named(self, fields: list[str]) -> bool:
         """Whether one of the reported fields is this slot or holds it (a list or an object of
-        free-form values is named as a whole)."""
+        free-form values is named as a whole); for a key, the object or the key in it."""
         path = field_path([p for p in self.path if p is not KEY])
+        if self.path and self.path[-1] is KEY:  # the key itself may be named, escaped
+            return any(f and (f == path or f.startswith(f"{path}.")) for f in fields)
         return any(f and (path == f or path.startswith((f"{f}.", f"{f}["))) for f in fields)
 
 
@@ -300,7 +302,7 @@ async def test_a_connection_update_names_the_field_once(
             "agent_connection_id",
         ),
         ("/preprod-evals", {"dataset_id": "ds_\x00", "version_label": "v"}, "dataset_id"),
-        ("/stress-test-suites", {"name": "s", "failureModeIds": ["\ud800"]}, "failureModeIds"),
+        ("/stress-test-suites", {"name": "s", "failureModeIds": ["\ud800"]}, "failureModeIds[0]"),
         (
             "/model-sweeps",
             {
@@ -309,7 +311,7 @@ async def test_a_connection_update_names_the_field_once(
                 "judgeDeploymentIds": ["\ud800"],
                 "arms": [{"label": "a", "agentConnectionId": "conn_x"}],
             },
-            "judgeDeploymentIds",
+            "judgeDeploymentIds[0]",
         ),
         (
             "/model-sweeps/preview",
@@ -318,7 +320,7 @@ async def test_a_connection_update_names_the_field_once(
                 "judgeDeploymentIds": ["\ud800"],
                 "arms": [{"label": "a", "agentConnectionId": "conn_x"}],
             },
-            "judgeDeploymentIds",
+            "judgeDeploymentIds[0]",
         ),
         (
             "/judges",

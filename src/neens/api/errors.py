@@ -22,6 +22,7 @@ from starlette.routing import Match
 
 from neens.api.access import access_refusal
 from neens.api.id_shapes import wrong_shape_refusal
+from neens.api.schemas.base import LocatedValueError
 from neens.domain.storable import safe_label, unstorable_text_reason
 from neens.errors import NeensError
 
@@ -244,6 +245,10 @@ def _problem(err: dict[str, Any], body: Any) -> tuple[str, str]:
     ):
         # pydantic locates an unknown key it cannot read at the object that has it: name the key.
         parts = [*parts, key]
+    ctx = err.get("ctx")
+    error = ctx.get("error") if isinstance(ctx, dict) else None
+    if isinstance(error, LocatedValueError):
+        parts = [*parts, *error.where]
     path = _render(parts)
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         ctx = err.get("ctx")
@@ -390,5 +395,8 @@ def install_error_handlers(app: FastAPI) -> None:
                 "/openapi.json): check the base URL"
             )
         elif exc.status_code == 400 and message == "There was an error parsing the body":
-            message = "request body is not valid JSON: it is not UTF-8 text or nests too deeply"
+            message = (
+                "request body is not valid JSON: it is not UTF-8 text, nests too deeply, or "
+                "holds a number too long to read (over 4,300 digits)"
+            )
         return JSONResponse(error_body(code, message), status_code=exc.status_code, headers=headers)

@@ -43,19 +43,34 @@ def unstorable_text_reason(value: object) -> str | None:
     not recursion, so any nesting depth is safe); the reason names where the problem sits
     (`['messages'][2]['content'] contains a NUL ...`).
     """
-    # A path is kept as links to its parent's and rendered only for the reason: building each
-    # child's path string would copy its parent's, quadratic in the depth.
+    problem = unstorable_problem(value)
+    if problem is None:
+        return None
+    where, reason = problem
+    if not where:
+        return reason
+    rendered = "".join(f"[{step}]" if isinstance(step, int) else f"[{safe_label(step)}]"
+                       for step in where)  # fmt: skip
+    return f"{rendered} {reason}"
+
+
+def unstorable_problem(value: object) -> tuple[list[str | int], str] | None:
+    """`unstorable_text_reason`'s finding as (where, why): the keys and indexes leading to the
+    problem (a key that is itself the problem ends the path, and `why` starts with "key"), and
+    the reason without them; None when `value` can be stored."""
+    # A path is kept as links to its parent's and built only for the finding: building each
+    # child's path would copy its parent's, quadratic in the depth.
     stack: list[tuple[object, _Path]] = [(value, None)]
     while stack:
         item, path = stack.pop()
-        reason = _leaf_reason(item, path)
+        reason = _leaf_reason(item)
         if reason is not None:
-            return reason
+            return _steps(path), reason
         if isinstance(item, Mapping):
             children: list[tuple[object, _Path]] = []
             for key, child in item.items():
                 if isinstance(key, str) and (reason := _text_reason(key)) is not None:
-                    return f"{_render(path)}[{safe_label(key)}] key {reason}"
+                    return [*_steps(path), key], f"key {reason}"
                 children.append((child, (path, key, True)))
             stack.extend(reversed(children))
         elif isinstance(item, list | tuple):
@@ -69,25 +84,21 @@ _Path = tuple["_Path", object, bool] | None
 """Where a value sits: None at the top, else (its parent's path, its key or index, is a key)."""
 
 
-def _render(path: _Path) -> str:
-    """`['messages'][2]['content']`: keys quoted, indexes bare."""
-    parts: list[str] = []
+def _steps(path: _Path) -> list[str | int]:
+    """The keys and indexes of `path`, outermost first."""
+    steps: list[str | int] = []
     while path is not None:
-        path, step, is_key = path
-        parts.append(f"[{safe_label(step)}]" if is_key else f"[{step}]")
-    return "".join(reversed(parts))
+        path, step, _ = path
+        steps.append(step if isinstance(step, int) else str(step))
+    return steps[::-1]
 
 
-def _leaf_reason(value: object, path: _Path) -> str | None:
+def _leaf_reason(value: object) -> str | None:
     if isinstance(value, str):
-        reason = _text_reason(value)
-    elif isinstance(value, float) and not math.isfinite(value):
-        reason = f"is {value!r}, which JSON cannot represent"
-    else:
-        return None
-    if reason is None:
-        return None
-    return f"{_render(path)} {reason}" if path is not None else reason
+        return _text_reason(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"is {value!r}, which JSON cannot represent"
+    return None
 
 
 MAX_NESTING: Final = 32

@@ -325,6 +325,13 @@ async def resolve_run_judges(s: AsyncSession, project_id: str, ids: list[str] | 
                 "(llm_prompt, managed, composite) can score a run",
                 field=f"judge_deployment_ids[{index}]",
             )
-    if len(set(ids)) != len(ids):
-        raise Unprocessable("a judge is listed twice", field="judge_deployment_ids")
+    first: dict[str, int] = {}
+    for index, judge_id in enumerate(ids):
+        if judge_id in first:
+            raise Unprocessable(
+                f"judge {rows[judge_id].name!r} is listed twice (also at [{first[judge_id]}]); "
+                "list each judge once",
+                field=f"judge_deployment_ids[{index}]",
+            )
+        first[judge_id] = index
     return list(ids)

@@ -10,7 +10,7 @@ from neens.domain import comparison
 from neens.domain.comparison import RunColumn, VersionsComparison
 from neens.domain.preprod import items_cohort
 from neens.domain.trajectory import Step, StepDiff, diff_trajectories, steps_of
-from neens.errors import Unprocessable
+from neens.errors import NotFound, Unprocessable
 from neens.store.db import Database
 from neens.store.review import captured_session, run_outcomes
 from neens.store.session_reads import get_session
@@ -24,7 +24,13 @@ async def compare_versions(
     `baseline` is the run the others are measured against; by default the first listed."""
     if not run_ids:
         raise Unprocessable("runs must name at least one run", field="runs")
-    outcomes = [await run_outcomes(db, project_id, run_id) for run_id in run_ids]
+    outcomes = []
+    for run_id in run_ids:
+        try:
+            outcomes.append(await run_outcomes(db, project_id, run_id))
+        except NotFound as exc:
+            exc.field = "runs"  # the parameter that named it
+            raise
     versions = {o.dataset_version_id for o in outcomes}
     if len(versions) > 1:
         raise Unprocessable(

@@ -8,7 +8,16 @@ from typing import Annotated, Any, ClassVar, Final
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
-from neens.domain.storable import unstorable_text_reason
+from neens.domain.storable import unstorable_problem
+
+
+class LocatedValueError(ValueError):
+    """A validator's error about a part of its field's value: the 422 names the field followed
+    by `where` (`baseline.value`, `gate.cost.max_avg_usd`, `judge_deployment_ids[1]`)."""
+
+    def __init__(self, message: str, where: tuple[str | int, ...]) -> None:
+        super().__init__(message)
+        self.where = where
 
 
 class RequestBody(BaseModel):
@@ -67,9 +76,10 @@ class ResponseBody(BaseModel):
 
 
 def _storable(value: Any) -> Any:
-    reason = unstorable_text_reason(value)
-    if reason is not None:
-        raise ValueError(reason)
+    problem = unstorable_problem(value)
+    if problem is not None:
+        where, reason = problem
+        raise LocatedValueError(reason, tuple(where))
     return value
 
 

@@ -8,7 +8,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from neens.api.schemas.base import NameStr, RequestBody, ResponseBody, StorableStr
+from neens.api.schemas.base import (
+    LocatedValueError,
+    NameStr,
+    RequestBody,
+    ResponseBody,
+    StorableStr,
+)
 from neens.domain.baseline import parse_range
 from neens.domain.conventions import DATASET_ITEM_ID_KEY
 
@@ -33,9 +39,9 @@ class Baseline(RequestBody):
     def _fits_kind(self) -> Baseline:
         needed, other = ("range", "value") if self.kind == "prod_window" else ("value", "range")
         if getattr(self, needed) is None:
-            raise ValueError(f"baseline.{needed} is required for kind {self.kind}")
+            raise LocatedValueError(f"is required for kind {self.kind}", (needed,))
         if getattr(self, other) is not None:
-            raise ValueError(f"baseline.{other} does not apply to kind {self.kind}")
+            raise LocatedValueError(f"does not apply to kind {self.kind}", (other,))
         return self
 
     def to_dict(self) -> dict[str, str]:
