@@ -167,12 +167,25 @@ async def test_another_projects_sweep_answers_like_a_missing_one(
             await api.post(f"/model-sweeps/{theirs}/cancel", headers=auth(admin_key))
     r = await api.get(f"/model-sweeps/{theirs}", headers=auth(other_project_key))
     assert r.status_code == 404
-    assert foreign == r.json()
+    # The API's answer, with the field spelled as the tool's argument is.
+    assert r.json()["error"]["field"] == "sweep_id"
+    assert foreign == {"error": {**r.json()["error"], "field": "sweepId"}}
     assert foreign["error"]["code"] == absent["error"]["code"] == "not_found"
     unnamed = foreign["error"]["message"].replace(theirs, "ID")
     assert unnamed == absent["error"]["message"].replace(missing, "ID")
     assert page["sweeps"] == []
     assert own["id"] == theirs
+
+
+async def test_an_argument_no_database_can_store_is_refused_naming_it(
+    connect: Connect, admin_key: CreatedKey
+) -> None:
+    """As the API refuses a NUL in an id (422), not a lookup that misses. (A lone surrogate
+    cannot be sent: the MCP client's JSON encoder refuses it.)"""
+    async with connect(admin_key.key) as session:
+        error = tool_error(await session.call_tool("sweep_get", {"sweepId": "msw-\x00"}))
+    assert error["error"]["code"] == "unprocessable", error
+    assert error["error"]["field"] == "sweepId", error
 
 
 async def test_a_cursor_that_is_not_one_is_refused_naming_it(

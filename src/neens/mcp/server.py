@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,7 +18,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from neens import __version__
 from neens.api.errors import error_body, problems_body
@@ -52,6 +53,17 @@ def _located_under_body(error: ValidationError) -> list[Any]:
     return [{**err, "loc": ("body", *err["loc"])} for err in error.errors()]
 
 
+def _as_argument(model: type[BaseModel], field: str | None) -> str | None:
+    """A field the routes' code named (`sweep_id`) as the tool's argument is spelled
+    (`sweepId`): an agent passes the name back as it reads it."""
+    if field is None:
+        return None
+    head = re.match(r"[A-Za-z_][A-Za-z0-9_]*", field)
+    if head is None or (info := model.model_fields.get(head.group())) is None or not info.alias:
+        return field
+    return info.alias + field[head.end() :]
+
+
 def build_server(caller_of: CallerOf, toolbox: Toolbox | None = None) -> Server[Any]:
     """The MCP server of `toolbox` (default: every Neens tool)."""
     tools = toolbox if toolbox is not None else all_tools()
@@ -79,7 +91,8 @@ def build_server(caller_of: CallerOf, toolbox: Toolbox | None = None) -> Server[
                 return _tool_error(problems_body(_located_under_body(exc), arguments))
             out = await spec.run(caller, body)
         except NeensError as exc:
-            return _tool_error(error_body(exc.code, exc.message, exc.field))
+            field = _as_argument(spec.input_model, exc.field)
+            return _tool_error(error_body(exc.code, exc.message, field))
         except Exception:
             error_id = new_error_id()
             log.exception("MCP tool %s failed (%s)", spec.name, error_id)

@@ -22,6 +22,7 @@ from pydantic.alias_generators import to_camel
 from neens.api.paging import MAX_CURSOR_CHARS
 from neens.api.routers import model_sweeps as routes
 from neens.api.routers.sweep_decisions import comparison_out
+from neens.api.schemas.base import RequestBody
 from neens.api.schemas.decisions import SweepComparisonOut
 from neens.api.schemas.sweeps import SweepIn, SweepList, SweepOut, SweepPreviewOut
 from neens.settings import Settings
@@ -89,7 +90,10 @@ class Toolbox:
         self.tools[spec.name] = spec
 
 
-class _CamelInput(BaseModel):
+class _CamelInput(RequestBody):
+    """A tool's arguments: checked as a request body is (unknown names, unstorable text such as
+    a NUL, non-finite numbers), spelled in camelCase."""
+
     model_config = ConfigDict(
         extra="forbid", use_attribute_docstrings=True, alias_generator=to_camel
     )
