@@ -4,12 +4,15 @@ faithful mapping exists and listed by name where none does."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import yaml
 
 from neens.exp.datasets import read_jsonl
+from neens.imports.openai_evals import read_openai_evals
 from tests.imports.conftest import Result
 
 Neens = Callable[..., Result]
@@ -193,3 +196,58 @@ def test_a_sample_without_input_is_refused_and_nothing_written(
     result = neens("import", "openai-evals", "--dataset", str(samples))
     assert result.code == 2 and "sample 1: input" in result.err
     assert not (tmp_path / "datasets").exists()
+
+
+def test_a_recorder_log_imported_with_dataset_pairs_with_a_run_on_the_migrated_dataset(
+    neens: Neens, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/migrate.md steps 1, 3 and 4: the dataset's case ids are the imported run's keys."""
+    monkeypatch.chdir(tmp_path)
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps(s) + "\n" for s in SAMPLES))
+    migrated = neens("import", "openai-evals", "--dataset", str(samples), "--json")
+    assert migrated.code == 0, migrated.err
+    log = tmp_path / "run.jsonl"
+    events = [{"spec": {"completion_fns": ["m"], "eval_name": "arith.dev.v0", "run_id": "r1"}}]
+    for n, answer in enumerate(["4", "9"]):
+        events.append(
+            {
+                "event_id": 2 * n,
+                "sample_id": f"arith.dev.{n}",
+                "type": "sampling",
+                "data": {"sampled": [answer]},
+            }  # fmt: skip
+        )
+        events.append(
+            {
+                "event_id": 2 * n + 1,
+                "sample_id": f"arith.dev.{n}",
+                "type": "match",
+                "data": {"correct": answer == SAMPLES[n]["ideal"]},
+            }  # fmt: skip
+        )
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    imported = neens("import", "openai-evals", str(log), "--dataset", str(samples), "--json")
+    assert imported.code == 0, imported.err
+
+    dataset_ids = {c.id for c in read_jsonl(tmp_path / "datasets" / "samples.jsonl", "samples")}
+    keys = {t.case_key for t in read_openai_evals(log, samples=samples).trials}
+    assert keys == dataset_ids
+
+    (tmp_path / "agent.py").write_text("print('4')\n")
+    spec = tmp_path / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "new",
+                "dataset": "samples",
+                "task": {"kind": "command", "command": f"{sys.executable} agent.py"},
+                "graders": [{"kind": "exact"}],
+            }
+        )
+    )
+    ran = neens("exp", "run", str(spec), "-d", "samples", "--json")
+    assert ran.code == 0, ran.err
+    compared = neens("exp", "compare", imported.json()["id"], ran.json()["id"], "--json")
+    assert compared.code == 0, compared.err
+    assert compared.json()["pairedCases"] == len(SAMPLES)

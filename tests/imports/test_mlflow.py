@@ -119,7 +119,7 @@ def test_assessments_in_the_trace_are_read_and_other_runs_left_out(tmp_path: Pat
 
 
 def test_a_row_without_inputs_or_tag_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ImportFormatError, match="row 0: inputs"):
+    with pytest.raises(ImportFormatError, match="row 1 of 1: inputs"):
         read_mlflow(_write(tmp_path, [{"request_id": "x"}]))
     with pytest.raises(ImportFormatError, match="expected evaluation result rows"):
         read_mlflow(_write(tmp_path, 3))

@@ -84,7 +84,7 @@ def test_recorder_log_match_events_are_verdicts_and_errors_are_errors(tmp_path: 
 def test_with_the_samples_file_cases_are_keyed_by_content(tmp_path: Path) -> None:
     run = read_openai_evals(_recorder(tmp_path), samples=_samples(tmp_path))
     assert {t.case_key for t in run.trials} == {sample_key(s) for s in SAMPLES}
-    assert {t.case_key_kind for t in run.trials} == {"content_sha256"}
+    assert {t.case_key_kind for t in run.trials} == {"dataset_case_id"}
     assert not run.warnings
 
 

@@ -25,6 +25,38 @@ from neens.imports.trial import ImportedRun
 
 
 def _read(args: argparse.Namespace) -> ImportedRun:
+    from neens.imports.trial import check_run
+
+    return check_run(_read_file(args), str(args.path))
+
+
+_NAMED_FLAGS = ("name", "dataset_id", "dataset_version_id", "dataset_name", "arm", "run_id")
+MAX_DATASET_NAME = 200
+"""The longest name of a server dataset."""
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """Refuse a blank id or name, and flags that do nothing with the others given, before
+    anything is read or saved."""
+    for flag in _NAMED_FLAGS:
+        value = getattr(args, flag, None)
+        if value is not None and not value.strip():
+            raise ConfigError(f"--{flag.replace('_', '-')}: must not be blank")
+    if args.dataset_name is not None and len(args.dataset_name) > MAX_DATASET_NAME:
+        raise ConfigError(
+            f"--dataset-name: must be at most {MAX_DATASET_NAME} characters, not "
+            f"{len(args.dataset_name)}"
+        )
+    if args.import_command == "openai-evals" and args.path is not None:
+        for flag in ("graders", "out"):
+            if getattr(args, flag) is not None:
+                raise ConfigError(
+                    f"--{flag}: is for migrating samples (--dataset without PATH); with a "
+                    "recorder log or export PATH it would do nothing"
+                )
+
+
+def _read_file(args: argparse.Namespace) -> ImportedRun:
     path = Path(args.path)
     if not path.exists():
         raise ConfigError(f"PATH: no such file {path}")
@@ -66,6 +98,20 @@ def _server_client(args: argparse.Namespace) -> Any:
     return Client.from_env()
 
 
+def _check_names(args: argparse.Namespace, run: ImportedRun) -> None:
+    """The experiment's name and, with --server, the new dataset's, refused (never cut) when
+    too long, before anything is saved."""
+    from neens.imports.store import experiment_name
+
+    name = experiment_name(run, Path(args.path), args.name)
+    if args.server and args.dataset_id is None and args.dataset_name is None:
+        if len(name) > MAX_DATASET_NAME:
+            raise ConfigError(
+                f"--server: the new dataset would be named after the run ({len(name)} "
+                f"characters, over {MAX_DATASET_NAME}): give --dataset-name or --dataset-id"
+            )
+
+
 async def _import(args: argparse.Namespace, run: ImportedRun) -> dict[str, Any]:
     from neens.exp.store import open_store
     from neens.imports.store import save_import
@@ -97,9 +143,11 @@ def import_command(args: argparse.Namespace) -> int:
     body: dict[str, Any] | None = None
     if args.server and args.path is None:
         raise ConfigError("--server sends an imported run: give PATH")
+    _check_flags(args)
     client = _server_client(args)
     if args.import_command != "openai-evals" or args.path is not None:
         run = _read(args)
+        _check_names(args, run)
         body = asyncio.run(_import(args, run))
         if client is not None:
             if not args.json:
@@ -260,7 +308,6 @@ def register(subparsers: Any) -> None:
     openai.add_argument(
         "--out",
         metavar="DIR",
-        default=".",
         help="with --dataset: the project folder to write datasets/NAME.jsonl and "
         "NAME.graders.json into (default: the current folder)",
     )

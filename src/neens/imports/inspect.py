@@ -39,6 +39,7 @@ from neens.imports.trial import (
     Trial,
     check_case_key,
     check_unique,
+    checked,
     loads,
     mapping,
     number,
@@ -263,6 +264,16 @@ def _error(sample: Mapping[str, Any]) -> str | None:
     return None
 
 
+_FIELDS: Final = {
+    "case_key": "id",
+    "output": "output.completion",
+    "model": "eval.model",
+    "cost_usd": "model_usage.total_cost",
+    "latency_ms": "total_time",
+    "expected": "target",
+}
+
+
 def _trials(
     samples: Sequence[Mapping[str, Any]], spec: Mapping[str, Any], where: str
 ) -> Iterator[Trial]:
@@ -288,7 +299,7 @@ def _trials(
         scores = () if error_kind == "harness" else _scores(sample.get("scores"), versions)
         tokens_in, tokens_out, cost, _ = _usage(sample)
         seconds = number(sample.get("total_time"))
-        yield Trial(
+        trial = Trial(
             case_key=key,
             case_key_kind="sample_id",
             trial_idx=epoch - 1,
@@ -305,6 +316,7 @@ def _trials(
             input=sample.get("input"),
             expected=sample.get("target"),
         )
+        yield checked(trial, at, _FIELDS)
 
 
 def run_of(

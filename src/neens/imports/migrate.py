@@ -45,7 +45,7 @@ from neens_eval.errors import ConfigError
 
 from neens.imports.errors import ImportFormatError
 from neens.imports.openai_evals import read_samples, sample_key
-from neens.imports.trial import loads
+from neens.imports.trial import json_type, loads
 
 OPENAI_BASE_URL: Final = "https://api.openai.com/v1"
 OPENAI_KEY_ENV: Final = "OPENAI_API_KEY"
@@ -71,7 +71,7 @@ class Unmapped(Exception):
 def case_of(sample: Mapping[str, Any], where: str) -> dict[str, Any]:
     if "input" not in sample:
         raise ImportFormatError(f"{where}: input: a sample needs its input")
-    case: dict[str, Any] = {"id": "c_" + sample_key(sample).removeprefix("sha256:")[:16]}
+    case: dict[str, Any] = {"id": sample_key(sample, where)}
     case["input"] = sample["input"]
     if sample.get("ideal") is not None:
         case["expected"] = sample["ideal"]
@@ -269,6 +269,14 @@ def _registry(
     raise Unmapped(f"eval class {cls or 'unknown'!r} has no Neens equivalent")
 
 
+def _yaml_problem(exc: Exception) -> str:
+    """A YAML parser's error in one line: where (line and column, from 1) and what."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    at = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
+    return f"neither JSON nor YAML: {at}{' '.join(str(problem).split())}"
+
+
 def _load_graders(path: Path) -> list[tuple[str, Mapping[str, Any], str]]:
     """Each grader of the file: its name, its definition, and its kind ("hosted"/"registry")."""
     where = str(path)
@@ -289,14 +297,17 @@ def _load_graders(path: Path) -> list[tuple[str, Mapping[str, Any], str]]:
         try:
             body = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ImportFormatError(f"--graders {where}: neither JSON nor YAML: {exc}") from None
+            raise ImportFormatError(f"--graders {where}: {_yaml_problem(exc)}") from None
     if isinstance(body, Mapping) and isinstance(body.get("testing_criteria"), list):
         body = body["testing_criteria"]
     if isinstance(body, list):
         found = []
         for i, g in enumerate(body):
             if not isinstance(g, Mapping):
-                raise ImportFormatError(f"--graders {where}: grader {i}: expected an object")
+                raise ImportFormatError(
+                    f"--graders {where}: grader {i + 1}: expected a JSON object, found "
+                    f"{json_type(g)}"
+                )
             found.append((str(g.get("name") or f"grader-{i + 1}"), g, "hosted"))
         return found
     if isinstance(body, Mapping):
@@ -363,7 +374,7 @@ def migrate_command(args: argparse.Namespace) -> dict[str, Any]:
             )
         seen[case["id"]] = i
     mapping_ = map_graders(_load_graders(Path(args.graders)), samples) if args.graders else None
-    out = Path(args.out)
+    out = Path(args.out or ".")
     dataset_path = out / "datasets" / f"{name}.jsonl"
     graders_path = out / f"{name}.graders.json"
     if mapping_ is not None and graders_path.exists():

@@ -33,7 +33,9 @@ from neens.imports.trial import (
     Score,
     Trial,
     check_case_key,
+    checked,
     content_key,
+    json_type,
     loads,
     number,
     passed_of,
@@ -52,12 +54,12 @@ def read_mlflow(path: Path, *, run_id: str | None = None) -> ImportedRun:
     rows = list(_rows(path, where))
     if not rows:
         raise ImportFormatError(f"{where}: has no rows")
-    keyed: list[tuple[str, CaseKeyKind, int, Mapping[str, Any]]] = []
+    keyed: list[tuple[str, CaseKeyKind, str, Mapping[str, Any]]] = []
     counts: dict[str, int] = {}
-    for index, row in enumerate(rows):
-        key, kind = _case_key(row, f"{where} row {index}")
+    for at, row in rows:
+        key, kind = _case_key(row, at)
         counts[key] = counts.get(key, 0) + 1
-        keyed.append((key, kind, index, row))
+        keyed.append((key, kind, at, row))
     ambiguous = sorted(k for k, n in counts.items() if n > 1)
     warnings = []
     if ambiguous:
@@ -67,9 +69,7 @@ def read_mlflow(path: Path, *, run_id: str | None = None) -> ImportedRun:
             f"{', '.join(ambiguous[:5])}"
         )
     trials = [
-        _trial(key, kind, row, f"{where} row {index}", run_id)
-        for key, kind, index, row in keyed
-        if counts[key] == 1
+        _trial(key, kind, row, at, run_id) for key, kind, at, row in keyed if counts[key] == 1
     ]
     if not trials:
         raise ImportFormatError(f"{where}: every row's case key is ambiguous; nothing to import")
@@ -92,7 +92,9 @@ def read_mlflow(path: Path, *, run_id: str | None = None) -> ImportedRun:
     )
 
 
-def _rows(path: Path, where: str) -> Iterator[Mapping[str, Any]]:
+def _rows(path: Path, where: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each row with where it is, for messages: `FILE line N` in JSON Lines, else `FILE row N
+    of M`; both counted from 1."""
     raw = read_file(path, where)
     try:
         body = loads(raw, where)
@@ -103,32 +105,41 @@ def _rows(path: Path, where: str) -> Iterator[Mapping[str, Any]]:
         columns, data = body["columns"], body.get("data")
         if not isinstance(data, list):
             raise ImportFormatError(f"{where}: data: expected the rows as a list")
-        for index, values in enumerate(data):
+        for index, values in enumerate(data, start=1):
+            at = f"{where} row {index} of {len(data)}"
             if not isinstance(values, list) or len(values) != len(columns):
-                raise ImportFormatError(f"{where}: data[{index}]: expected {len(columns)} values")
-            yield dict(zip(columns, values, strict=True))
+                raise ImportFormatError(
+                    f"{at}: data: expected an array of {len(columns)} values (one per column), "
+                    f"found {json_type(values)}"
+                    + (f" of {len(values)}" if isinstance(values, list) else "")
+                )
+            yield at, dict(zip(columns, values, strict=True))
         return
     if isinstance(body, Mapping):
         body = [body]
     if not isinstance(body, list):
-        raise ImportFormatError(f"{where}: expected evaluation result rows (a JSON array)")
-    for index, row in enumerate(body):
+        raise ImportFormatError(
+            f"{where}: expected evaluation result rows (a JSON array), found {json_type(body)}"
+        )
+    for index, row in enumerate(body, start=1):
+        at = f"{where} row {index} of {len(body)}"
         if not isinstance(row, Mapping):
-            raise ImportFormatError(f"{where}: row {index}: a row must be a JSON object")
-        yield row
+            raise ImportFormatError(f"{at}: a row must be a JSON object, found {json_type(row)}")
+        yield at, row
 
 
-def _lines(raw: bytes, where: str) -> Iterator[Mapping[str, Any]]:
+def _lines(raw: bytes, where: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
     for number_, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
+        at = f"{where} line {number_}"
         try:
-            row = loads(line, f"{where} line {number_}")
+            row = loads(line, at)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ImportFormatError(f"{where} line {number_}: not JSON: {exc}") from None
+            raise ImportFormatError(f"{at}: not JSON: {exc}") from None
         if not isinstance(row, Mapping):
-            raise ImportFormatError(f"{where} line {number_}: a row must be a JSON object")
-        yield row
+            raise ImportFormatError(f"{at}: a row must be a JSON object, found {json_type(row)}")
+        yield at, row
 
 
 def _json_value(value: Any) -> Any:
@@ -156,7 +167,7 @@ def _case_key(row: Mapping[str, Any], at: str) -> tuple[str, CaseKeyKind]:
             return check_case_key(tags[REQUEST_ID_TAG], at), "request_id"
     if "inputs" not in row:
         raise ImportFormatError(f"{at}: inputs: a row needs its inputs (or an eval.requestId tag)")
-    return content_key(_json_value(row["inputs"])), "content_sha256"
+    return content_key(_json_value(row["inputs"]), f"{at}: inputs"), "content_sha256"
 
 
 def verdict(value: Any) -> tuple[float | None, bool | None]:
@@ -229,7 +240,7 @@ def _trial(
     duration = number(info.get("execution_duration_ms", info.get("execution_duration")))
     if "execution_time_ms" in info:
         duration = number(info["execution_time_ms"])
-    return Trial(
+    trial = Trial(
         case_key=key,
         case_key_kind=kind,
         trial_idx=0,
@@ -246,3 +257,15 @@ def _trial(
         input=_json_value(row.get("inputs")),
         expected=_json_value(row.get("expectations")),
     )
+    return checked(trial, at, _FIELDS)
+
+
+_FIELDS: Final = {
+    "case_key": "tags.eval.requestId",
+    "output": "outputs",
+    "error": "error_message",
+    "latency_ms": "trace.info.execution_duration_ms",
+    "input": "inputs",
+    "expected": "expectations",
+    "scores": "assessment",
+}

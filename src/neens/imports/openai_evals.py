@@ -33,6 +33,7 @@ from neens.imports.trial import (
     Trial,
     check_case_key,
     check_unique,
+    checked,
     content_key,
     jsonl_objects,
     loads,
@@ -46,6 +47,22 @@ from neens.imports.trial import (
 )
 
 OUTPUT_ITEM: Final = "eval.run.output_item"
+_RECORDER_FIELDS: Final = {
+    "case_key": "sample_id",
+    "output": "sampling data.sampled",
+    "error": "error data.message",
+    "model": "spec.completion_fns",
+    "input": "input",
+    "expected": "ideal",
+    "scores": "match/metrics data",
+}
+_HOSTED_FIELDS: Final = {
+    "output": "sample.output[0].content",
+    "error": "sample.error.message",
+    "model": "sample.model",
+    "input": "datasource_item",
+    "scores": "results",
+}
 NO_COST: Final = "OpenAI Evals records no cost per sample"
 NO_LATENCY: Final = "OpenAI Evals records no latency per sample"
 
@@ -98,13 +115,19 @@ def read_samples(path: Path) -> list[Mapping[str, Any]]:
     return found
 
 
-def sample_key(sample: Mapping[str, Any]) -> str:
-    """A sample's case key: the hash of its content, whatever line it is on."""
-    return content_key(dict(sample))
+def sample_key(sample: Mapping[str, Any], where: str = "a sample") -> str:
+    """A sample's case key, whatever line it is on: `c_` and the first 16 hex digits of the
+    SHA-256 of its RFC 8785 canonical JSON. It is the case's id in the dataset file
+    `--dataset` alone writes (`migrate.case_of`) and the case key of a recorder log imported
+    with `--dataset`, so a run on that dataset pairs with the imported one."""
+    return "c_" + content_key(dict(sample), where).removeprefix("sha256:")[:16]
 
 
 def _sample_keys(path: Path) -> list[tuple[str, Mapping[str, Any]]]:
-    return [(sample_key(s), s) for s in read_samples(path)]
+    return [
+        (sample_key(s, f"--dataset {path} sample {i}"), s)
+        for i, s in enumerate(read_samples(path), start=1)
+    ]
 
 
 def _index_of(sample_id: str) -> int | None:
@@ -148,8 +171,9 @@ def _recorder(
                     f"{position}: the log was not made from that samples file"
                 )
             key, sample = keys[position]
-            kind = "content_sha256"
-        trials.extend(_recorder_trials(check_case_key(key, at), kind, sample_events, model, sample))
+            kind = "dataset_case_id"
+        found = _recorder_trials(check_case_key(key, at), kind, sample_events, model, sample)
+        trials.extend(checked(t, at, _RECORDER_FIELDS) for t in found)
     trials.sort(key=lambda t: (t.case_key, t.trial_idx))
     check_unique(trials, where)
     warnings = []
@@ -251,7 +275,7 @@ def _hosted(items: list[Mapping[str, Any]], wrapper: Mapping[str, Any], where: s
         source = item.get("datasource_item")
         if not isinstance(source, Mapping):
             raise ImportFormatError(f"{at}: datasource_item: expected the item as an object")
-        key = content_key(dict(source))
+        key = content_key(dict(source), f"{at}: datasource_item")
         trial_idx = rank.get(key, 0)
         rank[key] = trial_idx + 1
         found = item.get("sample")
@@ -298,6 +322,7 @@ def _hosted(items: list[Mapping[str, Any]], wrapper: Mapping[str, Any], where: s
                 input=dict(source),
             )
         )
+        checked(trials[-1], at, _HOSTED_FIELDS)
     if not trials:
         raise ImportFormatError(f"{where}: has no output items")
     check_unique(trials, where)

@@ -33,6 +33,7 @@ from neens.imports.trial import (
     Trial,
     check_case_key,
     check_unique,
+    checked,
     content_key,
     jsonl_objects,
     loads,
@@ -164,17 +165,21 @@ def _one_arm(
     return results
 
 
-def case_key(test_case: Mapping[str, Any]) -> tuple[str, CaseKeyKind]:
-    """The test's `metadata.id`, else the hash of its description, vars and asserts."""
-    metadata = test_case.get("metadata")
-    if isinstance(metadata, Mapping) and isinstance(metadata.get("id"), str) and metadata["id"]:
-        return metadata["id"], "metadata_id"
-    body = {
+def _test_body(test_case: Mapping[str, Any]) -> dict[str, Any]:
+    """What makes a test the test it is: its description, vars and asserts."""
+    return {
         "description": test_case.get("description"),
         "vars": test_case.get("vars") or {},
         "assert": test_case.get("assert") or [],
     }
-    return content_key(body), "content_sha256"
+
+
+def case_key(test_case: Mapping[str, Any], where: str = "testCase") -> tuple[str, CaseKeyKind]:
+    """The test's `metadata.id`, else the hash of its description, vars and asserts."""
+    metadata = test_case.get("metadata")
+    if isinstance(metadata, Mapping) and isinstance(metadata.get("id"), str) and metadata["id"]:
+        return metadata["id"], "metadata_id"
+    return content_key(_test_body(test_case), where), "content_sha256"
 
 
 def _definition_version(assertion: Any) -> str | None:
@@ -232,7 +237,8 @@ def _cost(result: Mapping[str, Any]) -> float | None:
     """The result's cost, or None: promptfoo writes 0 when the provider reported no cost (an
     errored call included), so 0 is unknown, never free."""
     cost = number(result.get("cost"))
-    return cost if cost is not None and cost > 0 else None
+    # NaN and Infinity are kept, for `checked` to refuse: they are not "no cost".
+    return None if cost is not None and 0 >= cost else cost
 
 
 def _trials(results: list[Mapping[str, Any]], where: str) -> list[Trial]:
@@ -240,14 +246,25 @@ def _trials(results: list[Mapping[str, Any]], where: str) -> list[Trial]:
         enumerate(results), key=lambda pair: (whole(pair[1].get("testIdx")) or 0, pair[0])
     )
     rank: dict[str, int] = {}
+    first: dict[str, tuple[int, dict[str, Any]]] = {}
     trials = []
     for index, result in ordered:
         at = f"{where}: result {index}"
         test_case = result.get("testCase")
         if not isinstance(test_case, Mapping):
             raise ImportFormatError(f"{at}: testCase: expected the test as a JSON object")
-        key, kind = case_key(test_case)
+        key, kind = case_key(test_case, f"{at}: testCase")
         check_case_key(key, at)
+        # Repeats of one test share its metadata.id and its body; two different tests that
+        # share an id would be merged into one case with "repeats" that are not.
+        body = _test_body(test_case)
+        seen = first.setdefault(key, (index, body))
+        if kind == "metadata_id" and seen[1] != body:
+            differ = [k for k in body if body[k] != seen[1][k]]
+            raise ImportFormatError(
+                f"{at}: testCase.metadata.id: {key!r} is also the id of result {seen[0]}, a "
+                f"different test ({', '.join(differ)} differ); give each test its own id"
+            )
         trial_idx = rank.get(key, 0)
         rank[key] = trial_idx + 1
         failure = result.get("failureReason")
@@ -280,4 +297,16 @@ def _trials(results: list[Mapping[str, Any]], where: str) -> list[Trial]:
                 expected=None,
             )
         )
+        checked(trials[-1], at, _FIELDS)
     return trials
+
+
+_FIELDS: Final = {
+    "case_key": "testCase.metadata.id",
+    "output": "response.output",
+    "model": "provider",
+    "cost_usd": "cost",
+    "latency_ms": "latencyMs",
+    "input": "testCase.vars",
+    "scores": "gradingResult.componentResults",
+}

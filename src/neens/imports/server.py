@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from neens_eval.client import Client, expect_object
-from neens_eval.errors import ConfigError
+from neens_eval.errors import ApiError, AuthError, ConfigError, NeensClientError, Unreachable
 
 from neens.imports.trial import ImportedRun, Trial, text_of
 
@@ -72,10 +72,13 @@ def _new_dataset(client: Client, name: str, cases: Mapping[str, list[Trial]]) ->
         }
         for key, trials in cases.items()
     ]
-    version = expect_object(
-        client.post(f"/datasets/{dataset['id']}/versions", {"items": items, "golden": True}),
-        "the new dataset version",
-    )
+    try:
+        version = expect_object(
+            client.post(f"/datasets/{dataset['id']}/versions", {"items": items, "golden": True}),
+            "the new dataset version",
+        )
+    except NeensClientError as exc:
+        raise _naming_created(exc, str(dataset["id"]), None) from exc
     return str(dataset["id"]), str(version["id"])
 
 
@@ -160,17 +163,59 @@ def send_import(
     dataset_version_id: str | None,
     dataset_name: str | None,
 ) -> dict[str, Any]:
-    """Send `run` (saved locally as `name`) to the server; return what the server stored."""
+    """Send `run` (saved locally as `name`) to the server; return what the server stored.
+    When it fails after creating a dataset, the error names that dataset and how to reuse it."""
     cases = _cases(run)
     if dataset_id is not None:
         dataset_id, version_id, items = _existing(client, dataset_id, dataset_version_id)
         matched = match_cases(cases, items, version_id)
-        created = False
-    else:
-        dataset_id, version_id = _new_dataset(client, dataset_name or name, cases)
+        return _send(client, run, path, name, cases, matched, dataset_id, version_id, False)
+    dataset_id, version_id = _new_dataset(client, dataset_name or name, cases)
+    try:
         items = _version_items(client, dataset_id, version_id)
         matched = {key: item["id"] for key, item in zip(cases, items, strict=True)}
-        created = True
+        return _send(client, run, path, name, cases, matched, dataset_id, version_id, True)
+    except NeensClientError as exc:
+        raise _naming_created(exc, dataset_id, version_id) from exc
+
+
+def _naming_created(
+    exc: NeensClientError, dataset_id: str, version_id: str | None
+) -> NeensClientError:
+    """`exc`, of the same kind (so the same exit code), saying which dataset this import
+    created on the server before failing and how to send the run to it again."""
+    if version_id is None:
+        hint = (
+            f"; this import created dataset {dataset_id}, which has no version yet (GET "
+            f"/datasets/{dataset_id}/versions to check): delete it or push the cases to it "
+            "before sending the run with --dataset-id"
+        )
+    else:
+        hint = (
+            f"; this import created dataset {dataset_id} (golden version {version_id}, the "
+            f"run's cases) before failing: send the run again with --dataset-id {dataset_id} "
+            "rather than create another"
+        )
+    if isinstance(exc, AuthError):
+        return AuthError(exc.status, exc.code, exc.message + hint, exc.field)
+    if isinstance(exc, ApiError):
+        return ApiError(exc.status, exc.code, exc.message + hint, exc.field)
+    if isinstance(exc, Unreachable):
+        return Unreachable(f"{exc}{hint}", maybe_applied=exc.maybe_applied)
+    return ConfigError(f"{exc}{hint}")
+
+
+def _send(
+    client: Client,
+    run: ImportedRun,
+    path: Path,
+    name: str,
+    cases: Mapping[str, list[Trial]],
+    matched: Mapping[str, str],
+    dataset_id: str,
+    version_id: str,
+    created: bool,
+) -> dict[str, Any]:
     body = {
         "name": name[:500],
         "dataset_id": dataset_id,

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from sqlalchemy import delete
+from neens_eval.errors import ConfigError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.exp.datasets import digest
 from neens.exp.run_command import new_experiment_id
@@ -35,7 +38,6 @@ from neens.store.experiments import (
     finish_experiment,
     save_trials,
 )
-from neens.store.models import Experiment
 from neens.store.types import utcnow
 
 KIND: Final = "import"
@@ -43,6 +45,8 @@ GRADER_KIND: Final = "imported"
 UNVERSIONED: Final = "unversioned"
 ERROR_KINDS: Final = {"model": "agent", "harness": "infra", "grader": "infra"}
 _BATCH: Final = 500
+MAX_NAME: Final = 500
+"""The longest experiment name, as `neens exp run` allows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +106,25 @@ def _trial_row(trial: Trial, at: datetime) -> TrialRow:
     )
 
 
+def experiment_name(run: ImportedRun, path: Path, name: str | None) -> str:
+    """`--name`, else `tool:task:model`; ConfigError when it is blank or longer than the
+    store's names (never cut)."""
+    if name is not None:
+        if not name.strip() or len(name) > MAX_NAME:
+            raise ConfigError(
+                f"--name: must be a non-empty name of at most {MAX_NAME} characters, not "
+                f"{len(name)}" + (" (blank)" if name and not name.strip() else "")
+            )
+        return name
+    default = f"{run.tool}:{run.task or path.stem}" + (f":{run.model}" if run.model else "")
+    if len(default) > MAX_NAME:
+        raise ConfigError(
+            f"the default name (tool:task:model) is {len(default)} characters, over "
+            f"{MAX_NAME}: give the experiment's name with --name"
+        )
+    return default
+
+
 def experiment_of(run: ImportedRun, path: Path, name: str | None) -> ExperimentRow:
     """The experiment row an imported run is saved as (not yet saved)."""
     cases: dict[str, dict[str, Any]] = {}
@@ -128,11 +151,10 @@ def experiment_of(run: ImportedRun, path: Path, name: str | None) -> ExperimentR
         "unknown": run.unknown,
         "warnings": run.warnings,
     }
-    default_name = f"{run.tool}:{run.task or path.stem}" + (f":{run.model}" if run.model else "")
     return ExperimentRow(
         id=new_experiment_id(),
         kind=KIND,
-        name=(name or default_name)[:500],
+        name=experiment_name(run, path, name),
         spec={"import": source},
         dataset_ref=str(path),
         dataset_version_id=None,
@@ -150,21 +172,36 @@ def experiment_of(run: ImportedRun, path: Path, name: str | None) -> ExperimentR
     )
 
 
+class _OneTransaction:
+    """Stands in for the `Database` the bench's store functions take, handing each `write()`
+    the one open transaction `save_import` writes the whole import in."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        yield self._session
+
+
 async def save_import(db: Database, run: ImportedRun, path: Path, name: str | None) -> Saved:
-    """Save `run` as a finished experiment and return what was saved. The rows are written
-    before the experiment is marked finished, so an interrupted import is never a finished one."""
+    """Save `run` as a finished experiment and return what was saved.
+
+    The experiment, its case-trials and its being finished are one transaction: an import
+    interrupted anywhere (Ctrl-C cancels the task mid-statement; the process may be killed)
+    leaves nothing, with no cleanup to run. A cleanup written after the fact would run in the
+    cancelled task while the failed transaction may still hold SQLite's write lock, and fail
+    with "database is locked" or be interrupted itself, leaving a half-saved experiment."""
     row = experiment_of(run, path, name)
     at = _when(run.created_at) or row.created_at
     rows = [_trial_row(t, at) for t in run.trials]
-    await create_experiment(db, row)
-    try:
+    async with db.write() as s:
+        one = cast(Database, _OneTransaction(s))
+        await create_experiment(one, row)
+        # Batches keep each statement's bound parameters under SQLite's limit.
         for start in range(0, len(rows), _BATCH):
-            await save_trials(db, [(row.id, r) for r in rows[start : start + _BATCH]])
-    except BaseException:
-        async with db.write() as s:
-            await s.execute(delete(Experiment).where(Experiment.id == row.id))
-        raise
-    await finish_experiment(db, row.id)
+            await save_trials(one, [(row.id, r) for r in rows[start : start + _BATCH]])
+        await finish_experiment(one, row.id)
     return Saved(
         row=row,
         trials=len(rows),

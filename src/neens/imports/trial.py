@@ -20,14 +20,19 @@ from typing import Any, Final, Literal
 
 import rfc8785
 
+from neens.domain.storable import unstorable_text_reason
 from neens.imports.errors import ImportFormatError
 
 ErrorKind = Literal["model", "grader", "harness"]
 """Who failed: the model (its call failed or hit a limit), the grader, or the tool running the
 evaluation."""
-CaseKeyKind = Literal["sample_id", "metadata_id", "content_sha256", "request_id", "item_id"]
+CaseKeyKind = Literal[
+    "sample_id", "metadata_id", "content_sha256", "request_id", "item_id", "dataset_case_id"
+]
 """Where a case key came from: an id the case carries (`sample_id`, `metadata_id`,
-`request_id`, `item_id`), or the SHA-256 of the case's canonical JSON (`content_sha256`)."""
+`request_id`, `item_id`), the SHA-256 of the case's canonical JSON (`content_sha256`), or the
+id its sample has in the dataset file `neens import openai-evals --dataset` writes
+(`dataset_case_id`)."""
 MAX_CASE_KEY_CHARS: Final = 500
 
 
@@ -101,13 +106,15 @@ class ImportedRun:
     """When the tool ran it (ISO 8601 text, as recorded)."""
 
 
-def content_key(value: Any) -> str:
+def content_key(value: Any, where: str = "a case") -> str:
     """SHA-256 of `value` as RFC 8785 canonical JSON (JCS): the same case always has the same
-    key, whatever order its keys were written in."""
+    key, whatever order its keys were written in. A value that cannot be stored (or hashed) is
+    an ImportFormatError naming `where` (the file, record and field)."""
+    check_storable(value, where)
     try:
         text = rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
-        raise ImportFormatError(f"a case cannot be canonicalised for its key: {exc}") from None
+        raise ImportFormatError(f"{where}: cannot be canonicalised for its key: {exc}") from None
     return "sha256:" + hashlib.sha256(text).hexdigest()
 
 
@@ -164,10 +171,70 @@ def text_of(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def json_type(value: Any) -> str:
+    """The JSON word for `value`'s type: null, boolean, number, string, array or object."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    return "object" if isinstance(value, Mapping) else type(value).__name__
+
+
 def mapping(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise ImportFormatError(f"{where}: expected a JSON object, found {type(value).__name__}")
+        raise ImportFormatError(f"{where}: expected a JSON object, found {json_type(value)}")
     return value
+
+
+def check_storable(value: Any, where: str) -> None:
+    """Refuse a value the store cannot hold as it is: a NUL or a lone surrogate in text, or a
+    number JSON has no words for (NaN, Infinity, 1e999): ImportFormatError naming `where` and,
+    inside a structure, the key or index. Nothing is altered to make it fit."""
+    reason = unstorable_text_reason(value)
+    if reason is not None:
+        sep = "" if reason.startswith("[") else ": "
+        raise ImportFormatError(f"{where}{sep}{reason}")
+
+
+TRIAL_FIELDS: Final = (
+    "case_key",
+    "output",
+    "error",
+    "model",
+    "cost_usd",
+    "latency_ms",
+    "input",
+    "expected",
+)
+
+
+def checked(trial: Trial, at: str, names: Mapping[str, str] | None = None) -> Trial:
+    """`trial`, once every value it carries is storable (`check_storable`); else
+    ImportFormatError naming `at` (the file and record) and the field, by its name in the file
+    when `names` gives it (trial field → the file's field)."""
+    names = names or {}
+    for field_ in TRIAL_FIELDS:
+        check_storable(getattr(trial, field_), f"{at}: {names.get(field_, field_)}")
+    scores_at = names.get("scores", "scores")
+    for s in trial.scores:
+        check_storable(s.scorer, f"{at}: {scores_at}: scorer name")
+        for part in ("version", "score", "raw", "reason", "error"):
+            check_storable(getattr(s, part), f"{at}: {scores_at} {s.scorer!r}: {part}")
+    return trial
+
+
+def check_run(run: ImportedRun, where: str) -> ImportedRun:
+    """`run`, once its own fields (run id, task, model…) are storable; `checked` covers the
+    trials."""
+    for field_ in ("tool_version", "run_id", "task", "model", "created_at"):
+        check_storable(getattr(run, field_), f"{where}: {field_}")
+    return run
 
 
 def read_file(path: Path, where: str) -> bytes:
