@@ -113,9 +113,7 @@ async def test_a_cheaper_arm_that_clears_the_pinned_bar_is_recommended_against_t
     # The bar is the query's when given, and the response says so.
     q = await comparison(client, admin_key, sweep["id"], bar=0.95)
     assert q["bar"] == {"value": 0.95, "source": "query"}
-    r = await client.get(
-        f"/model-sweeps/{sweep['id']}/comparison?bar=-0", headers=auth(admin_key)
-    )
+    r = await client.get(f"/model-sweeps/{sweep['id']}/comparison?bar=-0", headers=auth(admin_key))
     assert '"bar":{"value":0.0,"source":"query"}' in r.text, "a bar of -0 is 0, not -0.0"
     # The baseline is the first arm unless overridden: never the best or the cheapest.
     flipped = await comparison(client, admin_key, sweep["id"], baselineArm=mini["armId"])

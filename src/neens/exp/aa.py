@@ -24,6 +24,7 @@ from typing import Any
 from neens_eval.errors import ConfigError
 
 from neens.domain.exp_compare import flips
+from neens.exp.claims import claimed
 from neens.exp.compare import load_side, pass_text
 from neens.exp.matrix import interleaved
 from neens.exp.plan import Plan, Selection, make_plan, resume_problems
@@ -72,29 +73,36 @@ async def aa_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
             rows = await _new_pair(db, plan, args.concurrency, seed)
         first_id, second_id = rows[0].id, rows[1].id
         holder["ids"] = (first_id, second_id)
-        kept: list[set[tuple[str, int]]] = [set(), set()]
-        if args.resume is not None:
-            kept = [await kept_trials(db, row.id, retry_errors=args.retry_errors) for row in rows]
-        todo = [
-            (index, case, trial)
-            for index, case, trial in interleaved([plan.trials] * 2, plan.cases, seed)
-            if (case.id, trial) not in kept[index]
-        ]
-        callers = [
-            Caller(plan, TaskContext(experiment_id=row.id, name=plan.spec.name, cwd=cwd), headers)
-            for row in rows
-        ]
-        limits = RunLimits(
-            concurrency=args.concurrency, retries=args.retries, trial_timeout_s=args.trial_timeout
-        )
-        label = f"{first_id} A/A"
-        already = 2 * plan.planned - len(todo)
-        with RunProgress(total=2 * plan.planned, done=already, label=label) as progress:
-            await run_trials(db, plan, callers, todo, limits, progress)
-        counts = await tally(db, [first_id, second_id])
-        for row in rows:
-            if counts[row.id].done >= row.planned:
-                await finish_experiment(db, row.id)
+        async with claimed(db, [first_id, second_id], resuming=args.resume is not None):
+            kept: list[set[tuple[str, int]]] = [set(), set()]
+            if args.resume is not None:
+                kept = [
+                    await kept_trials(db, row.id, retry_errors=args.retry_errors) for row in rows
+                ]
+            todo = [
+                (index, case, trial)
+                for index, case, trial in interleaved([plan.trials] * 2, plan.cases, seed)
+                if (case.id, trial) not in kept[index]
+            ]
+            callers = [
+                Caller(
+                    plan, TaskContext(experiment_id=row.id, name=plan.spec.name, cwd=cwd), headers
+                )
+                for row in rows
+            ]
+            limits = RunLimits(
+                concurrency=args.concurrency,
+                retries=args.retries,
+                trial_timeout_s=args.trial_timeout,
+            )
+            label = f"{first_id} A/A"
+            already = 2 * plan.planned - len(todo)
+            with RunProgress(total=2 * plan.planned, done=already, label=label) as progress:
+                await run_trials(db, plan, callers, todo, limits, progress)
+            counts = await tally(db, [first_id, second_id])
+            for row in rows:
+                if counts[row.id].done >= row.planned:
+                    await finish_experiment(db, row.id)
         sides = []
         for row in rows:
             stored = await get_experiment(db, row.id)

@@ -45,6 +45,7 @@ from neens.domain.group_sequential import (
     design,
     first_crossing,
 )
+from neens.exp.claims import claimed
 from neens.exp.compare import aa_floor, case_groups, load_side, render, to_json
 from neens.exp.datasets import Case
 from neens.exp.plan import Plan, make_plan, resume_problems
@@ -401,24 +402,29 @@ async def ab_command(args: argparse.Namespace, holder: dict[str, Any]) -> int:
             )
             if not args.json:
                 print(f"warning: {short}", file=sys.stderr)
-        resuming = args.resume is not None
-        kept = None
-        if resuming:
-            kept = [await kept_trials(db, row.id, retry_errors=args.retry_errors) for row in rows]
-        limits = RunLimits(
-            concurrency=args.concurrency, retries=args.retries, trial_timeout_s=args.trial_timeout
-        )
-        callers = [
-            Caller(plan, TaskContext(experiment_id=row.id, name=plan.spec.name, cwd=cwd), h)
-            for plan, row, h in zip(plans, rows, headers, strict=True)
-        ]
-        taken, ran = await _run_with_looks(
-            db, plans, rows, callers, seed, looks, kept, limits, show=not args.json
-        )
-        stopped = bool(taken) and taken[-1].crossed and taken[-1].look.number < len(looks)
-        for row in rows:
-            if stopped or await _complete(db, row):
-                await finish_experiment(db, row.id)
+        async with claimed(db, [row.id for row in rows], resuming=args.resume is not None):
+            resuming = args.resume is not None
+            kept = None
+            if resuming:
+                kept = [
+                    await kept_trials(db, row.id, retry_errors=args.retry_errors) for row in rows
+                ]
+            limits = RunLimits(
+                concurrency=args.concurrency,
+                retries=args.retries,
+                trial_timeout_s=args.trial_timeout,
+            )
+            callers = [
+                Caller(plan, TaskContext(experiment_id=row.id, name=plan.spec.name, cwd=cwd), h)
+                for plan, row, h in zip(plans, rows, headers, strict=True)
+            ]
+            taken, ran = await _run_with_looks(
+                db, plans, rows, callers, seed, looks, kept, limits, show=not args.json
+            )
+            stopped = bool(taken) and taken[-1].crossed and taken[-1].look.number < len(looks)
+            for row in rows:
+                if stopped or await _complete(db, row):
+                    await finish_experiment(db, row.id)
         stored = []
         for row in rows:
             found = await get_experiment(db, row.id)

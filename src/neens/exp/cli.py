@@ -17,6 +17,7 @@ from neens_eval.arg_types import count, number, positive_int, seconds
 
 from neens.exp.ab_cli import add_ab_options, run_ab, uses_arms
 from neens.exp.export_cli import register_export
+from neens.exp.flags import concurrency, named, seed
 from neens.exp.matrix_args import add_matrix_options, refuse_matrix_flags
 from neens.exp.metrics_cli import register_metrics
 from neens.exp.plateau_cli import add_series_options, register_plateau
@@ -37,6 +38,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--database-url",
+        type=named,
         metavar="URL",
         help="store to use (default: $NEENS_DATABASE_URL, else SQLite at .neens/neens.db)",
     )
@@ -52,11 +54,16 @@ def _add_run_options(
     """The options `exp run` and `exp aa` share: what to run, how much at once, and the
     resume and retries group."""
     parser.add_argument(
-        "spec", metavar="SPEC", nargs=spec_nargs, help="the experiment spec (spec.json)"
+        "spec",
+        metavar="SPEC",
+        nargs=spec_nargs,
+        type=named,
+        help="the experiment spec (spec.json)",
     )
     parser.add_argument(
         "-d",
         "--dataset",
+        type=named,
         metavar="NAME",
         help="datasets/NAME.jsonl, a path to a .jsonl file, or a Neens dataset (ds_…, dsv_…)",
     )
@@ -71,7 +78,7 @@ def _add_run_options(
     parser.add_argument(
         "--trials", type=positive_int, help="runs of each case (default: the spec's)"
     )
-    parser.add_argument("--concurrency", type=positive_int, default=8, help=concurrency_help)
+    parser.add_argument("--concurrency", type=concurrency, default=8, help=concurrency_help)
     resume = parser.add_argument_group("resume and retries")
     resume.add_argument("--resume", nargs="?", const="", metavar="EXP", help=resume_help)
     resume.add_argument(
@@ -226,16 +233,24 @@ def register(subparsers: Any) -> None:
     )
     part = run.add_argument_group("partial runs")
     part.add_argument(
-        "--failing", metavar="EXP", help="only the cases with a failed case-trial in EXP"
+        "--failing",
+        type=named,
+        metavar="EXP",
+        help="only the cases with a failed case-trial in EXP",
     )
     part.add_argument(
-        "--case", metavar="ID", action="append", default=[], help="only this case (repeatable)"
+        "--case",
+        type=named,
+        metavar="ID",
+        action="append",
+        default=[],
+        help="only this case (repeatable)",
     )
     part.add_argument("--first-n", type=positive_int, metavar="N", help="only the first N cases")
     part.add_argument("--sample", type=positive_int, metavar="N", help="N cases at random")
     part.add_argument(
         "--seed",
-        type=int,
+        type=seed,
         metavar="S",
         help="the seed of --sample, and with --arm of the arms' order (default 0)",
     )
@@ -277,8 +292,8 @@ def register(subparsers: Any) -> None:
             "includes 0."
         ),
     )
-    compare.add_argument("a", metavar="A", help="the baseline experiment")
-    compare.add_argument("b", metavar="B", help="the candidate experiment")
+    compare.add_argument("a", type=named, metavar="A", help="the baseline experiment")
+    compare.add_argument("b", type=named, metavar="B", help="the candidate experiment")
     compare.add_argument(
         "--gate",
         action="store_true",
@@ -293,6 +308,7 @@ def register(subparsers: Any) -> None:
     )
     compare.add_argument(
         "--cluster",
+        type=named,
         metavar="FIELD",
         help="resample groups of related cases (the cases' group, kind, or a field of their "
         "input) instead of single cases; warns below 10 groups",
@@ -302,6 +318,7 @@ def register(subparsers: Any) -> None:
     )
     compare.add_argument(
         "--pairwise",
+        type=named,
         metavar="JUDGE_JSON",
         action="append",
         default=[],
@@ -309,12 +326,16 @@ def register(subparsers: Any) -> None:
     )
     compare.add_argument(
         "--labels-a",
+        type=named,
         metavar="FILE",
         help='people\'s labels of A\'s answers, JSONL {"id", "passed"}: corrects each LLM '
         "judge's B − A (PPI++); with --labels-b",
     )
     compare.add_argument(
-        "--labels-b", metavar="FILE", help="people's labels of B's answers; with --labels-a"
+        "--labels-b",
+        type=named,
+        metavar="FILE",
+        help="people's labels of B's answers; with --labels-a",
     )
     compare.add_argument(
         "--verdict",
@@ -325,7 +346,7 @@ def register(subparsers: Any) -> None:
     )
     compare.add_argument(
         "--seed",
-        type=int,
+        type=seed,
         help="seed of the bootstrap (default: derived from the paired outcomes)",
     )
     _common(compare)
@@ -351,7 +372,7 @@ def register(subparsers: Any) -> None:
     )
     aa.add_argument(
         "--seed",
-        type=int,
+        type=seed,
         help="seed of the order within each pair (default 0; a resumed pair keeps its own)",
     )
     _common(aa)
@@ -366,8 +387,10 @@ def register(subparsers: Any) -> None:
             "before and after and every case-trial whose outcome flipped."
         ),
     )
-    regrade.add_argument("experiment", metavar="EXP", help="the experiment to grade again")
-    regrade.add_argument("spec", metavar="SPEC", help="the spec whose graders to use")
+    regrade.add_argument(
+        "experiment", type=named, metavar="EXP", help="the experiment to grade again"
+    )
+    regrade.add_argument("spec", type=named, metavar="SPEC", help="the spec whose graders to use")
     regrade.add_argument(
         "-g",
         "--grader",
@@ -378,7 +401,7 @@ def register(subparsers: Any) -> None:
     )
     regrade.add_argument(
         "--concurrency",
-        type=positive_int,
+        type=concurrency,
         default=8,
         help="case-trials graded at once (default 8)",
     )
@@ -396,7 +419,11 @@ def register(subparsers: Any) -> None:
         "status", help="progress, time left and cost so far of unfinished runs"
     )
     status.add_argument(
-        "experiment", nargs="?", metavar="EXP", help="this experiment (default: unfinished ones)"
+        "experiment",
+        nargs="?",
+        type=named,
+        metavar="EXP",
+        help="this experiment (default: unfinished ones)",
     )
     _common(status)
     status.set_defaults(func=_status)

@@ -24,6 +24,8 @@ from typing import Any, Final
 
 from neens_eval.errors import ConfigError
 
+from neens.exp.jsonread import loads
+
 CASE_KEYS: Final = ("id", "input", "expected", "kind", "group")
 MAX_CASE_ID_CHARS: Final = 500
 
@@ -115,7 +117,7 @@ def read_jsonl(path: Path, where: str) -> list[Case]:
             continue
         at = f"{path} line {number}"
         try:
-            body = json.loads(raw)
+            body = loads(raw, at)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{at}: not JSON: {exc}") from None
         case = parse_case(body, at)

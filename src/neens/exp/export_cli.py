@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from neens.exp.flags import named
+
 
 def register_export(commands: Any, handler: Callable[[argparse.Namespace], int]) -> None:
     export = commands.add_parser(
@@ -21,14 +23,21 @@ def register_export(commands: Any, handler: Callable[[argparse.Namespace], int])
             "the Python standard library alone. Exits 0 when written, 2 on bad input."
         ),
     )
-    export.add_argument("experiment", metavar="EXP", help="the experiment (its id or its start)")
+    export.add_argument(
+        "experiment", type=named, metavar="EXP", help="the experiment (its id or its start)"
+    )
     export.add_argument(
         "--against",
+        type=named,
         metavar="A",
         help="also compare EXP with the baseline experiment A, as `exp compare A EXP` does",
     )
     export.add_argument(
-        "--out", required=True, metavar="DIR", help="the directory to write; new or empty"
+        "--out",
+        required=True,
+        type=named,
+        metavar="DIR",
+        help="the directory to write; new or empty",
     )
     export.add_argument(
         "--sign",
@@ -38,6 +47,7 @@ def register_export(commands: Any, handler: Callable[[argparse.Namespace], int])
     )
     export.add_argument(
         "--database-url",
+        type=named,
         metavar="URL",
         help="store to use (default: $NEENS_DATABASE_URL, else SQLite at .neens/neens.db)",
     )

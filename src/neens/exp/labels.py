@@ -13,6 +13,8 @@ from typing import Final
 
 from neens_eval.errors import ConfigError
 
+from neens.exp.jsonread import loads
+
 LABEL_KEYS: Final = ("id", "passed", "trial")
 
 
@@ -28,7 +30,7 @@ def read_labels(path: Path, flag: str) -> dict[str, float]:
             continue
         at = f"{flag} {path} line {number}"
         try:
-            body = json.loads(raw)
+            body = loads(raw, at)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{at}: not JSON: {exc}") from None
         if not isinstance(body, dict):

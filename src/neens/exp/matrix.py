@@ -34,6 +34,7 @@ from typing import Any, Final, TypeVar
 
 from neens_eval.errors import ConfigError
 
+from neens.exp.jsonread import loads
 from neens.exp.spec import Spec, parse_spec
 
 Unit = TypeVar("Unit")
@@ -96,8 +97,8 @@ def read_raw(path: Path) -> Any:
     """The JSON in the spec file, or None when it cannot be read as JSON (`read_spec` then
     says why)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return loads(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ConfigError):
         return None
 
 

@@ -24,6 +24,7 @@ from neens_eval.errors import ConfigError
 
 from neens.domain.exp_compare import PairwiseVerdict
 from neens.exp.datasets import Case
+from neens.exp.jsonread import loads
 
 JUDGE_KEYS: Final = (
     "name",
@@ -62,7 +63,7 @@ def read_judge(path: Path, position: int) -> PairwiseJudge:
 
     where = f"--pairwise {path}"
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = loads(path.read_text(encoding="utf-8"), where)
     except FileNotFoundError:
         raise ConfigError(f"{where}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -9,6 +9,8 @@ from typing import Any
 from neens_eval.arg_types import count, positive_int, seconds
 from neens_eval.errors import ConfigError
 
+from neens.exp.flags import concurrency, seed
+
 PROVIDERS = ("openai", "anthropic")
 """The wire formats (`neens.exp.providers`)."""
 
@@ -104,7 +106,7 @@ def _shared(parser: argparse.ArgumentParser, *, n_default: int) -> None:
     parser.add_argument(
         "--project", metavar="PROJECT", help="look only at this project's sessions (id or name)"
     )
-    parser.add_argument("--concurrency", type=positive_int, default=4, help="calls in flight (4)")
+    parser.add_argument("--concurrency", type=concurrency, default=4, help="calls in flight (4)")
     parser.add_argument(
         "--retries",
         type=count,
@@ -114,7 +116,7 @@ def _shared(parser: argparse.ArgumentParser, *, n_default: int) -> None:
     parser.add_argument(
         "--timeout", type=seconds, default=120.0, metavar="SEC", help="per call (default 120)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the send order (default 0)")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the send order (default 0)")
 
 
 def _replay(args: argparse.Namespace) -> int:

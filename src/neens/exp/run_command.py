@@ -12,6 +12,7 @@ from typing import Any
 from neens_eval.errors import ConfigError
 from ulid import ULID
 
+from neens.exp.claims import claimed
 from neens.exp.compare import pass_text
 from neens.exp.plan import Plan, Selection, make_plan, resume_problems
 from neens.exp.plateau import check_series, tag_finished_run
@@ -158,28 +159,32 @@ async def run_once(
     if args.resume is not None:
         stored = await _to_resume(db, args.resume, plan)
         await check_series(db, args.series, stored)
-    todo, already = await _todo(db, plan, stored, retry_errors=args.retry_errors)
+    resumed = stored
     if stored is None:
         stored = plan.row(new_experiment_id(), args.concurrency, utcnow())
         await create_experiment(db, stored)
-    holder["id"] = stored.id
-    entry = None
-    if session is not None:
-        files = hashes(plan_sources(spec_path, plan).all(), cwd)
-        entry = await join(db, session, stored, files, "run")
-    limits = RunLimits(
-        concurrency=args.concurrency, retries=args.retries, trial_timeout_s=args.trial_timeout
-    )
-    context = TaskContext(experiment_id=stored.id, name=plan.spec.name, cwd=cwd)
-    caller = Caller(plan, context, headers)
-    with RunProgress(total=plan.planned, done=already, label=stored.id) as progress:
-        await run_trials(
-            db, plan, [caller], [(0, case, trial) for case, trial in todo], limits, progress
+    async with claimed(db, [stored.id], resuming=resumed is not None):
+        # What is left is read only once the run is ours: another process resuming it at the
+        # same time would otherwise run the same case-trials.
+        todo, already = await _todo(db, plan, resumed, retry_errors=args.retry_errors)
+        holder["id"] = stored.id
+        entry = None
+        if session is not None:
+            files = hashes(plan_sources(spec_path, plan).all(), cwd)
+            entry = await join(db, session, stored, files, "run")
+        limits = RunLimits(
+            concurrency=args.concurrency, retries=args.retries, trial_timeout_s=args.trial_timeout
         )
-    counts = (await tally(db, [stored.id]))[stored.id]
-    finished = counts.done >= stored.planned
-    if finished:
-        await finish_experiment(db, stored.id)
+        context = TaskContext(experiment_id=stored.id, name=plan.spec.name, cwd=cwd)
+        caller = Caller(plan, context, headers)
+        with RunProgress(total=plan.planned, done=already, label=stored.id) as progress:
+            await run_trials(
+                db, plan, [caller], [(0, case, trial) for case, trial in todo], limits, progress
+            )
+        counts = (await tally(db, [stored.id]))[stored.id]
+        finished = counts.done >= stored.planned
+        if finished:
+            await finish_experiment(db, stored.id)
     series = None
     if args.series is not None:
         series = await tag_finished_run(db, args, stored.id) if finished else _untagged(args)

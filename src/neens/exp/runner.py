@@ -218,8 +218,12 @@ async def run_trials(
     progress: RunProgress,
 ) -> None:
     """Run every (caller index, case, trial) of `todo`, `limits.concurrency` at a time, in
-    order. One caller per experiment being run: one for `exp run`, two for `exp aa`."""
-    queue = iter(todo)
+    order. One caller per experiment being run: one for `exp run`, two for `exp aa`.
+
+    No more workers start than there are case-trials to run: a `--concurrency` far above the
+    work would otherwise create that many idle tasks before the first call."""
+    items = list(todo)
+    queue = iter(items)
     writer = TrialWriter(db)
 
     async def worker() -> None:
@@ -231,5 +235,5 @@ async def run_trials(
         for caller in callers:
             await stack.enter_async_context(caller.open())
         async with asyncio.TaskGroup() as group:
-            for _ in range(limits.concurrency):
+            for _ in range(min(limits.concurrency, len(items))):
                 group.create_task(worker())

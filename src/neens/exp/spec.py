@@ -22,6 +22,8 @@ from typing import Any, Final, Literal
 
 from neens_eval.errors import ConfigError
 
+from neens.exp.jsonread import loads
+
 TaskKind = Literal["command", "http"]
 GraderKind = Literal["exact", "contains", "regex", "json_field", "command", "llm"]
 GRADER_KINDS: Final[tuple[str, ...]] = (
@@ -201,6 +203,7 @@ def parse_grader(value: Any, where: str, label: str, position: int) -> GraderDef
     """One grader definition; `label` names it in errors (`graders[1]`, `-g`)."""
     if not isinstance(value, dict):
         raise _fail(where, f'{label}: must be an object such as {{"kind": "exact"}}')
+    _storable(value, where, f"{label}: ")
     kind = value.get("kind")
     if kind not in GRADER_KINDS:
         raise _fail(where, f"{label}.kind: must be one of {', '.join(GRADER_KINDS)}")
@@ -227,11 +230,22 @@ def parse_grader(value: Any, where: str, label: str, position: int) -> GraderDef
     )
 
 
+def _storable(raw: Any, where: str, label: str) -> None:
+    """Refuse text no store can hold (a NUL, a lone surrogate) anywhere in `raw`, naming
+    where it sits: it would be stored in the experiment's spec, and a NUL cannot even be
+    passed to a command."""
+    from neens.domain.storable import unstorable_text_reason
+
+    if (problem := unstorable_text_reason(raw)) is not None:
+        raise _fail(where, f"{label}cannot be stored: {problem}")
+
+
 def parse_spec(raw: Any, where: str, *, default_name: str) -> Spec:
     """The spec in `raw` (parsed JSON); `where` names the file in errors."""
     if not isinstance(raw, dict):
         raise _fail(where, "the spec must be a JSON object")
     _check_keys(raw, SPEC_KEYS, where, "")
+    _storable(raw, where, "")
     name = raw.get("name", default_name)
     if not isinstance(name, str) or not name.strip() or len(name) > 500:
         raise _fail(where, "name: must be a non-empty string of at most 500 characters")
@@ -271,7 +285,7 @@ def read_spec(path: Path) -> Spec:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{where}: cannot be read: {exc}") from None
     try:
-        raw = json.loads(text)
+        raw = loads(text, where)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: not JSON: {exc}") from None
     return parse_spec(raw, where, default_name=path.stem)
@@ -280,7 +294,7 @@ def read_spec(path: Path) -> Spec:
 def parse_cli_grader(text: str, position: int) -> GraderDef:
     """A grader given on the command line with -g '{"kind": "exact"}'."""
     try:
-        raw = json.loads(text)
+        raw = loads(text, f"-g {text}")
     except json.JSONDecodeError as exc:
         raise ConfigError(f"-g {text}: not JSON: {exc}") from None
     return parse_grader(raw, "-g", f"-g {text}", position)

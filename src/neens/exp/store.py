@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from neens_eval.errors import ConfigError
 
@@ -15,6 +15,9 @@ from neens.store.db import Database
 from neens.store.experiments import ExperimentRow, get_experiment, ids_starting_with
 
 Row = TypeVar("Row")
+
+MIN_PREFIX_CHARS: Final = 6
+"""The shortest start of an id that may stand for it (`exp_01` and longer)."""
 
 
 @contextlib.asynccontextmanager
@@ -56,14 +59,28 @@ async def find_by_id(
     found = await get(text)
     if found is not None:
         return found
-    matches = await starting_with(text) if len(text) >= 6 else []
+    matches = await starting_with(text)
+    if matches and len(text) < MIN_PREFIX_CHARS:
+        raise ConfigError(
+            f"{flag} {text}: too short to stand for an id: give at least {MIN_PREFIX_CHARS} "
+            f"characters of the {what} id (it is the start of {_listed(matches)})"
+        )
     if len(matches) == 1:
         found = await get(matches[0])
         assert found is not None
         return found
     if matches:
         raise ConfigError(
-            f"{flag} {text}: the start of {len(matches)} {what} ids "
-            f"({', '.join(matches)}); give more of the id"
+            f"{flag} {text}: the start of more than one {what} id ({_listed(matches)}); give "
+            "more of the id"
         )
     raise ConfigError(f"{flag} {text}: no such {what} in this store{hint}")
+
+
+def _listed(ids: list[str]) -> str:
+    """The ids found, with "…" when the lookup's limit may have left some out."""
+    return ", ".join(ids) + (", …" if len(ids) >= _LOOKUP_LIMIT else "")
+
+
+_LOOKUP_LIMIT: Final = 5
+"""How many ids `ids_starting_with` and its kin return by default."""

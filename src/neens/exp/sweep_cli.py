@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from neens_eval.arg_types import count, fraction, positive_int, seconds
 
+from neens.exp.flags import concurrency, named, seed
+
 if TYPE_CHECKING:
     from neens.exp.sweep import SweepOutcome
 
@@ -42,6 +44,7 @@ def register(commands: Any, common: Callable[[argparse.ArgumentParser], None]) -
     sweep.add_argument(
         "-d",
         "--dataset",
+        type=named,
         metavar="NAME",
         help="datasets/NAME.jsonl, a .jsonl path, or a Neens dataset (default: the specs')",
     )
@@ -64,7 +67,7 @@ def register(commands: Any, common: Callable[[argparse.ArgumentParser], None]) -
     )
     sweep.add_argument(
         "--seed",
-        type=int,
+        type=seed,
         metavar="S",
         help="seed of the train/held-out split and of the run order (default 0)",
     )
@@ -90,7 +93,7 @@ def register(commands: Any, common: Callable[[argparse.ArgumentParser], None]) -
     )
     sweep.add_argument(
         "--concurrency",
-        type=positive_int,
+        type=concurrency,
         default=8,
         help="case-trials in flight at once (default 8)",
     )

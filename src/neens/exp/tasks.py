@@ -137,7 +137,18 @@ async def run_command(
             "agent",
             latency_ms,
         )
-    answer = result.stdout.decode("utf-8", "replace").rstrip("\r\n")
+    try:
+        answer = result.stdout.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        # Replacing the bytes with U+FFFD would grade (and store) an answer the agent never
+        # gave; an answer that is not text is the agent's error, as a NUL in it is.
+        return Attempt(
+            None,
+            f"the answer is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start} of standard output)",
+            "agent",
+            latency_ms,
+        )
     if "\x00" in answer:
         return Attempt(None, "the answer contains a NUL character", "agent", latency_ms)
     return Attempt(answer, latency_ms=latency_ms)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import case, delete, func, insert, select, tuple_, update
@@ -269,6 +269,74 @@ class TrialWriter:
             for _, _, done in batch:
                 if not done.done():
                     done.set_result(None)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimHolder:
+    """Who holds an experiment's claim, and until when unless renewed."""
+
+    holder: str
+    until: datetime
+
+
+async def claim_experiment(
+    db: Database,
+    experiment_id: str,
+    holder: str,
+    *,
+    lease_s: float,
+    replacing: str | None = None,
+) -> ClaimHolder | None:
+    """Claim the experiment for `holder` (one process) for `lease_s` seconds; None when it is
+    now held by `holder`, else who else holds it.
+
+    One conditional UPDATE of the experiment's `claimed_by` and `claimed_until`, so two
+    processes claiming at once cannot both win: it takes a claim that is free, lapsed, already
+    `holder`'s, or `replacing`'s (a holder the caller knows is dead). A live holder renews its
+    lease (`renew_claim`); one killed with `kill -9` lets it lapse."""
+    e = Experiment
+    async with db.write() as s:
+        now = utcnow()
+        taken = await s.execute(
+            update(e)
+            .where(
+                e.id == experiment_id,
+                e.claimed_by.is_(None)
+                | (e.claimed_by == holder)
+                | (e.claimed_until <= now)
+                | (e.claimed_by == (replacing or holder)),
+            )
+            .values(claimed_by=holder, claimed_until=now + timedelta(seconds=lease_s))
+        )
+        if getattr(taken, "rowcount", 0) == 1:
+            return None
+        found = (
+            await s.execute(select(e.claimed_by, e.claimed_until).where(e.id == experiment_id))
+        ).first()
+    if found is None or found[0] is None or found[1] is None:
+        raise RuntimeError(f"no experiment {experiment_id} to claim")
+    return ClaimHolder(holder=found[0], until=found[1])
+
+
+async def renew_claim(db: Database, experiment_id: str, holder: str, *, lease_s: float) -> bool:
+    """Extend `holder`'s claim by `lease_s` from now; False when it no longer holds it."""
+    async with db.write() as s:
+        result = await s.execute(
+            update(Experiment)
+            .where(Experiment.id == experiment_id, Experiment.claimed_by == holder)
+            .values(claimed_until=utcnow() + timedelta(seconds=lease_s))
+        )
+        return getattr(result, "rowcount", 0) == 1
+
+
+async def release_claim(db: Database, experiment_id: str, holder: str) -> None:
+    """Give the claim up, when `holder` still holds it."""
+    async with db.write() as s:
+        await s.execute(
+            update(Experiment)
+            .where(Experiment.id == experiment_id, Experiment.claimed_by == holder)
+            .values(claimed_by=None, claimed_until=None)
+        )
 
 
 async def finish_experiment(db: Database, experiment_id: str) -> None:

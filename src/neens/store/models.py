@@ -719,6 +719,10 @@ class Experiment(Base):
     concurrency: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
+    claimed_by: Mapped[str | None] = mapped_column(String(200), default=None)
+    """The process running it now (`exp.claims`), or null; one process at a time."""
+    claimed_until: Mapped[datetime | None] = mapped_column(default=None)
+    """When that claim lapses unless its process renews it."""
 
 
 class ExperimentTrial(Base):

@@ -1,0 +1,72 @@
+"""Reading the JSON a user writes for `neens exp` (specs, dataset lines, labels, judges) strictly.
+
+`json.loads` lets the last of two equal keys win and recurses once per level of nesting, so a
+repeated key silently changes what runs and a document nested a few thousand levels deep raises
+RecursionError. `loads` refuses both with a `ConfigError` (exit 2) naming where: the same key
+twice in one object, and nesting deeper than `MAX_JSON_DEPTH` (the API's own bound, so a case
+read here could also be a Neens dataset item).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from neens_eval.errors import ConfigError
+
+MAX_JSON_DEPTH: Final = 128
+"""Deepest nesting of objects and arrays accepted (the API's `MAX_JSON_DEPTH`)."""
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    body = dict(pairs)
+    if len(body) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return body
+
+
+def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether `value`'s objects and arrays nest deeper than `limit` (walked with a stack)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth + 1 > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def loads(raw: str | bytes, where: str) -> Any:
+    """The JSON in `raw`; ConfigError naming `where` for a repeated key or too deep a nesting.
+    Text that is not JSON raises `json.JSONDecodeError` (or `UnicodeDecodeError`) as
+    `json.loads` does, for the caller to word."""
+    try:
+        value = json.loads(raw, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        raise ConfigError(
+            f"{where}: duplicate key {exc.key!r} (each key may appear once in an object)"
+        ) from None
+    except RecursionError:
+        raise ConfigError(
+            f"{where}: JSON nested too deeply to read (at most {MAX_JSON_DEPTH} levels)"
+        ) from None
+    if too_deep(value):
+        raise ConfigError(
+            f"{where}: JSON nested too deeply to read (at most {MAX_JSON_DEPTH} levels)"
+        )
+    return value
