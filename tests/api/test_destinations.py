@@ -236,6 +236,20 @@ async def test_an_llm_judge_on_a_refused_destination_is_unscored_without_a_reque
         assert (await judge_with_llm(opened, "{output}", case)).score == 1
 
 
+async def _settled_deliveries(
+    client: httpx.AsyncClient, key: CreatedKey, sink_id: str
+) -> list[dict[str, object]]:
+    """The sink's deliveries once the first is no longer pending (or after 10 s)."""
+    deliveries: list[dict[str, object]] = []
+    for _ in range(200):
+        r = await client.get(f"/notification-sinks/{sink_id}/deliveries", headers=auth(key))
+        deliveries = r.json()["deliveries"]
+        if deliveries and deliveries[0]["status"] != "pending":
+            break
+        await asyncio.sleep(0.05)
+    return deliveries
+
+
 async def test_a_sink_delivery_the_policy_refuses_fails_at_once_instead_of_retrying(
     settings: Settings, db: Database, admin_key: CreatedKey
 ) -> None:
@@ -254,15 +268,7 @@ async def test_a_sink_delivery_the_policy_refuses_fails_at_once_instead_of_retry
                 await add_insight(
                     s, admin_key.project_id, kind="k", title="t", run_id=None, details={}
                 )
-            deliveries: list[dict[str, object]] = []
-            for _ in range(200):
-                r = await client.get(
-                    f"/notification-sinks/{sink_id}/deliveries", headers=auth(admin_key)
-                )
-                deliveries = r.json()["deliveries"]
-                if deliveries and deliveries[0]["status"] != "pending":
-                    break
-                await asyncio.sleep(0.05)
+            deliveries = await _settled_deliveries(client, admin_key, sink_id)
     assert seen == [], "no request was sent"
     [delivery] = deliveries
     assert delivery["status"] == "failed"
@@ -297,15 +303,7 @@ async def test_a_sink_whose_stored_header_cannot_be_sent_fails_at_once(
                 await add_insight(
                     s, admin_key.project_id, kind="k", title="t", run_id=None, details={}
                 )
-            deliveries: list[dict[str, object]] = []
-            for _ in range(200):
-                r = await client.get(
-                    f"/notification-sinks/{sink_id}/deliveries", headers=auth(admin_key)
-                )
-                deliveries = r.json()["deliveries"]
-                if deliveries and deliveries[0]["status"] != "pending":
-                    break
-                await asyncio.sleep(0.05)
+            deliveries = await _settled_deliveries(client, admin_key, sink_id)
     assert seen == []
     [delivery] = deliveries
     assert delivery["status"] == "failed"

@@ -217,6 +217,12 @@ async def test_a_composite_cannot_be_its_own_component(
     assert "its own component" in r.json()["error"]["message"], r.text
 
 
+async def _set_enabled(
+    client: httpx.AsyncClient, key: CreatedKey, judge_id: str, enabled: bool
+) -> httpx.Response:
+    return await client.patch(f"/judges/{judge_id}", json={"enabled": enabled}, headers=auth(key))
+
+
 async def test_a_judge_an_enabled_composite_uses_cannot_be_disabled(
     client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:
@@ -225,28 +231,24 @@ async def test_a_judge_an_enabled_composite_uses_cannot_be_disabled(
     a = await _managed(client, admin_key, "a", "a")
     inner = await _composite(client, admin_key, "inner", a)
     outer = await _composite(client, admin_key, "outer", inner)
-    r = await client.patch(f"/judges/{a}", json={"enabled": False}, headers=auth(admin_key))
+    r = await _set_enabled(client, admin_key, a, False)
     assert r.status_code == 409, r.text
     assert r.json()["error"]["field"] == "enabled", r.text
     assert "'inner'" in r.json()["error"]["message"], r.text
     assert "'outer'" not in r.json()["error"]["message"], r.text
-    r = await client.patch(f"/judges/{inner}", json={"enabled": False}, headers=auth(admin_key))
+    r = await _set_enabled(client, admin_key, inner, False)
     assert r.status_code == 409, r.text
     assert "'outer'" in r.json()["error"]["message"], r.text
     for judge_id in (outer, inner, a):
-        r = await client.patch(
-            f"/judges/{judge_id}", json={"enabled": False}, headers=auth(admin_key)
-        )
+        r = await _set_enabled(client, admin_key, judge_id, False)
         assert r.status_code == 200, r.text
         assert r.json()["enabled"] is False
     # A composite is enabled again only once its components are.
-    r = await client.patch(f"/judges/{outer}", json={"enabled": True}, headers=auth(admin_key))
+    r = await _set_enabled(client, admin_key, outer, True)
     assert r.status_code == 409, r.text
     assert "'inner' is disabled" in r.json()["error"]["message"], r.text
     for judge_id in (a, inner, outer):
-        r = await client.patch(
-            f"/judges/{judge_id}", json={"enabled": True}, headers=auth(admin_key)
-        )
+        r = await _set_enabled(client, admin_key, judge_id, True)
         assert r.status_code == 200, r.text
 
 
@@ -256,9 +258,7 @@ async def test_the_primary_scores_component_cannot_be_disabled_while_it_is_used(
     judges = (await client.get("/judges", headers=auth(admin_key))).json()["judges"]
     primary = next(j for j in judges if j["isPrimary"])
     [component] = primary["config"]["components"]
-    r = await client.patch(
-        f"/judges/{component['judgeId']}", json={"enabled": False}, headers=auth(admin_key)
-    )
+    r = await _set_enabled(client, admin_key, component["judgeId"], False)
     assert r.status_code == 409, r.text
     assert "'Primary Score'" in r.json()["error"]["message"], r.text
     # Swapping the component out first, then disabling it, works.
@@ -269,9 +269,7 @@ async def test_the_primary_scores_component_cannot_be_disabled_while_it_is_used(
         headers=auth(admin_key),
     )
     assert r.status_code == 200, r.text
-    r = await client.patch(
-        f"/judges/{component['judgeId']}", json={"enabled": False}, headers=auth(admin_key)
-    )
+    r = await _set_enabled(client, admin_key, component["judgeId"], False)
     assert r.status_code == 200, r.text
 
 

@@ -30,7 +30,9 @@ import pytest
 
 from tests.support.live import free_port
 
-pytestmark = pytest.mark.e2e
+# One test process takes the whole module, so the demo (the `running` fixture) is run once, not
+# once in every process that reaches one of its tests (`make test` runs --dist loadgroup).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-demo")]
 
 NEENS = [sys.executable, "-m", "neens_eval"]
 MINI, MEDIUM, LARGE = "sim-frontier-mini", "sim-frontier-medium", "sim-frontier-large"

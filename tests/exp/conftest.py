@@ -3,6 +3,7 @@ command run in this process (fast) against the test's database."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Callable
@@ -12,6 +13,9 @@ from typing import Any
 
 import pytest
 from neens_eval.cli import main
+
+from neens.store.db import Database
+from neens.store.experiments import TrialRow, trials_of
 
 AGENT = """\
 import json, os, sys, time
@@ -110,3 +114,16 @@ def project(
     result.write_dataset(CASES)
     result.write_spec()
     return result
+
+
+def saved_trials(database_url: str, experiment_id: str, *, grades: bool = True) -> list[TrialRow]:
+    """The experiment's saved case-trials, read from its database (`trials_of`)."""
+
+    async def read() -> list[TrialRow]:
+        db = Database(database_url)
+        try:
+            return await trials_of(db, experiment_id, grades=grades)
+        finally:
+            await db.dispose()
+
+    return asyncio.run(read())

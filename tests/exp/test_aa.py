@@ -13,7 +13,7 @@ from typing import Any
 
 from neens.store.db import Database
 from neens.store.experiments import trials_of
-from tests.exp.conftest import Project
+from tests.exp.conftest import Project, saved_trials
 from tests.support.sqlite_only import sqlite_only
 
 NOISY = """\
@@ -127,17 +127,6 @@ def _saved(database_url: str, experiment_id: str) -> set[tuple[str, int]]:
     return {(t.case_id, t.trial) for t in asyncio.run(read())}
 
 
-def _outcomes(database_url: str, experiment_id: str) -> list[tuple[str, int, bool | None]]:
-    async def read() -> list[Any]:
-        db = Database(database_url)
-        try:
-            return await trials_of(db, experiment_id, grades=False)
-        finally:
-            await db.dispose()
-
-    return [(t.case_id, t.trial, t.passed) for t in asyncio.run(read())]
-
-
 def test_an_aa_pair_killed_with_sigkill_resumes_exactly_the_missing_case_trials(
     project: Project, database_url: str
 ) -> None:
@@ -225,3 +214,10 @@ def test_an_aa_resume_refuses_a_changed_config_or_seed_and_names_it(project: Pro
     assert "--resume: no unfinished A/A pair named 'base' in this store" in none_left.err
     lonely = project.exp("aa", "spec.json", "--retry-errors")
     assert lonely.code == 2 and "--retry-errors: only with --resume" in lonely.err
+
+
+def _outcomes(database_url: str, experiment_id: str) -> list[tuple[str, int, bool | None]]:
+    return [
+        (t.case_id, t.trial, t.passed)
+        for t in saved_trials(database_url, experiment_id, grades=False)
+    ]

@@ -22,7 +22,7 @@ from neens.exp.claims import claimed
 from neens.store.db import Database
 from neens.store.experiments import claim_experiment, trials_of
 from neens.store.models import Experiment
-from tests.exp.conftest import Project
+from tests.exp.conftest import Project, saved_trials
 from tests.exp.test_resume import MANY, _interrupt
 
 
@@ -89,18 +89,7 @@ def test_a_second_resume_of_a_run_being_resumed_is_refused(
     assert resumed["ranNow"] == len(MANY) - 3 and resumed["status"] == "finished"
     assert len(log.read_text().splitlines()) == len(MANY) - 3
     assert _claim_holder(database_url, first) is None  # released when the run ended
-    assert len(_trials(database_url, first)) == len(MANY)
-
-
-def _trials(database_url: str, experiment_id: str) -> list[Any]:
-    async def read() -> list[Any]:
-        db = Database(database_url)
-        try:
-            return await trials_of(db, experiment_id)
-        finally:
-            await db.dispose()
-
-    return asyncio.run(read())
+    assert len(saved_trials(database_url, first)) == len(MANY)
 
 
 async def test_a_claim_is_exclusive_renewed_and_lapses(project: Project, db: Database) -> None:

@@ -3,7 +3,6 @@ usage, and every failure of the right kind, retried only when it is infra."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -21,9 +20,7 @@ from neens.demo.endpoints import (
     slow,
     steady,
 )
-from neens.store.db import Database
-from neens.store.experiments import trials_of
-from tests.exp.conftest import Project
+from tests.exp.conftest import Project, saved_trials
 
 ANSWERS = {"alpha": "ALPHA", "beta": "BETA", "gamma": "GAMMA", "delta": "nope"}
 
@@ -31,17 +28,6 @@ ANSWERS = {"alpha": "ALPHA", "beta": "BETA", "gamma": "GAMMA", "delta": "nope"}
 @pytest.fixture(autouse=True)
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(neens.exp.runner, "RETRY_BASE_S", 0.01)
-
-
-def _trials(database_url: str, experiment_id: str) -> dict[str, Any]:
-    async def read() -> list[Any]:
-        db = Database(database_url)
-        try:
-            return await trials_of(db, experiment_id)
-        finally:
-            await db.dispose()
-
-    return {t.case_id: t for t in asyncio.run(read())}
 
 
 def _http(project: Project, url: str, **task: Any) -> None:
@@ -154,3 +140,7 @@ def test_header_values_are_read_from_the_environment(
         monkeypatch.setenv("AGENT_TOKEN", "secret")
         project.exp_json("run", "spec.json", "--case", "alpha")
     assert agent.calls[0].headers["authorization"] == "Bearer secret"
+
+
+def _trials(database_url: str, experiment_id: str) -> dict[str, Any]:
+    return {t.case_id: t for t in saved_trials(database_url, experiment_id)}

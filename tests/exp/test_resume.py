@@ -18,22 +18,10 @@ from sqlalchemy import delete, update
 import neens.exp.runner
 from neens.demo.endpoints import flaky, serve
 from neens.store.db import Database
-from neens.store.experiments import trials_of
 from neens.store.models import Experiment, ExperimentTrial
-from tests.exp.conftest import Project
+from tests.exp.conftest import Project, saved_trials
 
 MANY = [{"id": f"c{i:02d}", "input": f"case {i}", "expected": f"CASE {i}"} for i in range(12)]
-
-
-def _outcomes(database_url: str, experiment_id: str) -> list[tuple[str, int, bool | None]]:
-    async def read() -> list[Any]:
-        db = Database(database_url)
-        try:
-            return await trials_of(db, experiment_id)
-        finally:
-            await db.dispose()
-
-    return [(t.case_id, t.trial, t.passed) for t in asyncio.run(read())]
 
 
 def _interrupt(database_url: str, experiment_id: str, keep: int) -> None:
@@ -292,3 +280,7 @@ def test_ctrl_c_keeps_the_finished_case_trials_and_says_how_to_resume(
     assert 2 <= saved < 12
     resumed = project.exp_json("run", "spec.json", "--resume")
     assert resumed["id"] == experiment_id and resumed["ranNow"] == 12 - saved
+
+
+def _outcomes(database_url: str, experiment_id: str) -> list[tuple[str, int, bool | None]]:
+    return [(t.case_id, t.trial, t.passed) for t in saved_trials(database_url, experiment_id)]

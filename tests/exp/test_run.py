@@ -9,19 +9,8 @@ import re
 import sys
 
 from neens.store.db import Database
-from neens.store.experiments import get_experiment, trials_of
-from tests.exp.conftest import Project
-
-
-def _trials(database_url: str, experiment_id: str) -> list:  # type: ignore[type-arg]
-    async def read() -> list:  # type: ignore[type-arg]
-        db = Database(database_url)
-        try:
-            return await trials_of(db, experiment_id)
-        finally:
-            await db.dispose()
-
-    return asyncio.run(read())
+from neens.store.experiments import get_experiment
+from tests.exp.conftest import Project, saved_trials
 
 
 def _experiment(database_url: str, experiment_id: str):  # type: ignore[no-untyped-def]
@@ -44,7 +33,7 @@ def test_a_run_grades_and_saves_every_case_trial(project: Project, database_url:
     match = re.match(r"run (exp_[0-9A-Z]{26}) base  pass 75\.0% \(3/4\)  4 case runs\n", result.out)
     assert match, result.out
     experiment_id = match[1]
-    trials = _trials(database_url, experiment_id)
+    trials = saved_trials(database_url, experiment_id)
     assert [(t.case_id, t.trial, t.passed) for t in trials] == [
         ("alpha", 0, True),
         ("beta", 0, True),
@@ -103,7 +92,7 @@ def test_an_agent_that_crashes_or_hangs_is_an_agent_error_counted_not_retried(
     assert body["status"] == "finished"  # exit 0: it finished, errors are counted
     assert body["errors"] == {"infra": 0, "agent": 2}
     assert (body["graded"], body["passed"]) == (2, 2)
-    by_case = {t.case_id: t for t in _trials(database_url, body["id"])}
+    by_case = {t.case_id: t for t in saved_trials(database_url, body["id"])}
     assert by_case["beta"].error == "the command exited with code 3: boom"
     assert by_case["gamma"].error == "no answer within 1 s (timeout)"
     assert by_case["beta"].attempts == by_case["gamma"].attempts == 1
@@ -122,7 +111,7 @@ def test_an_agent_flooding_stdout_is_cut_off_as_an_agent_error(
         task={"kind": "command", "command": f"{sys.executable} flood.py", "timeout": 30}
     )
     body = project.exp_json("run", "spec.json", "--case", "alpha")
-    [trial] = _trials(database_url, body["id"])
+    [trial] = saved_trials(database_url, body["id"])
     assert trial.error_kind == "agent"
     assert trial.error == "the command wrote more than 10,000 bytes to stdout"
     assert trial.output is None and trial.latency_ms is not None and trial.latency_ms < 20_000
@@ -162,7 +151,7 @@ def test_a_grader_from_the_command_line_is_added(project: Project, database_url:
     )
     stored = _experiment(database_url, body["id"])
     assert [g["name"] for g in stored.graders] == ["exact-1", "caps"]
-    trials = _trials(database_url, body["id"])
+    trials = saved_trials(database_url, body["id"])
     assert all([g.grader for g in t.grades] == ["exact-1", "caps"] for t in trials)
 
 

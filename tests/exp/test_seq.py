@@ -4,14 +4,11 @@ reasons; the pass rate stays the first attempt's and Seq@N is reported beside it
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from typing import Any
 
-from neens.store.db import Database
-from neens.store.experiments import trials_of
-from tests.exp.conftest import Project
+from tests.exp.conftest import Project, saved_trials
 
 LEARNER = """\
 import json, os, sys
@@ -27,17 +24,6 @@ if stubborn or (slow and attempt < 3) or (not slow and attempt < 2 and text != "
 else:
     print(text.upper())
 """
-
-
-def _trials(database_url: str, experiment_id: str) -> dict[str, Any]:
-    async def read() -> list[Any]:
-        db = Database(database_url)
-        try:
-            return await trials_of(db, experiment_id)
-        finally:
-            await db.dispose()
-
-    return {t.case_id: t for t in asyncio.run(read())}
 
 
 def _spec(project: Project, filename: str, name: str, **env: str) -> None:
@@ -112,3 +98,7 @@ def test_resume_refuses_a_changed_seq(project: Project) -> None:
     result = project.exp("run", "spec.json", "--resume", first["id"], "--seq", "3")
     assert result.code == 2 and "--seq changed (2 → 3)" in result.err
     assert project.exp("run", "spec.json", "--feedback", "reasons").code == 2
+
+
+def _trials(database_url: str, experiment_id: str) -> dict[str, Any]:
+    return {t.case_id: t for t in saved_trials(database_url, experiment_id)}

@@ -4,15 +4,12 @@ past its bound, too short an id; and an answer that is not UTF-8 is an agent err
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 
 import pytest
 
-from neens.store.db import Database
-from neens.store.experiments import TrialRow, trials_of
-from tests.exp.conftest import Project
+from tests.exp.conftest import Project, saved_trials
 from tests.support.sqlite_only import sqlite_only
 
 pytestmark = sqlite_only("refused before anything is written; the store is test_run.py's")
@@ -207,18 +204,7 @@ def test_an_answer_that_is_not_utf8_is_an_agent_error_naming_the_byte(
     project.write_spec(task={"kind": "command", "command": f"{sys.executable} bytes.py"})
     done = project.exp_json("run", "spec.json")
     assert done["errors"] == {"infra": 0, "agent": 4} and done["graded"] == 0
-    saved = _outcomes(database_url, done["id"])
+    saved = saved_trials(database_url, done["id"])
     assert {(t.status, t.output, t.error) for t in saved} == {
         ("error", None, "the answer is not UTF-8 text (byte 0xe9 at offset 3 of standard output)")
     }
-
-
-def _outcomes(database_url: str, experiment_id: str) -> list[TrialRow]:
-    async def read() -> list[TrialRow]:
-        db = Database(database_url)
-        try:
-            return await trials_of(db, experiment_id)
-        finally:
-            await db.dispose()
-
-    return asyncio.run(read())
