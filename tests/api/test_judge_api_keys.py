@@ -10,6 +10,7 @@ import pytest
 
 from neens.store.keys import CreatedKey
 from tests.support.preprod import auth
+from tests.support.sqlite_only import sqlite_only
 
 
 def _body(judge_type: str, api_key: Any) -> dict[str, Any]:
@@ -24,6 +25,7 @@ def _body(judge_type: str, api_key: Any) -> dict[str, Any]:
     return body
 
 
+@sqlite_only("the schema refuses the key before any query; stored keys: test_secrets_at_rest.py")
 @pytest.mark.parametrize("judge_type", ["llm_prompt", "classifier"])
 @pytest.mark.parametrize(
     ("api_key", "says"),

@@ -10,6 +10,11 @@ from pathlib import Path
 import pytest
 
 from tests.imports.conftest import FIXTURES, Result
+from tests.support.sqlite_only import sqlite_only
+
+pytestmark = sqlite_only(
+    "the file is refused before anything is written; what an import writes: test_store.py, both"
+)
 
 Neens = Callable[..., Result]
 
