@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from neens.api.body import too_large
 from neens.api.errors import error_body
 from neens.api.guards import is_json_media_type
+from neens.domain.storable import MAX_JSON_DEPTH
 from neens.errors import (
     InvalidInput,
     NeensError,
@@ -42,9 +43,6 @@ from neens.errors import (
 from neens.web.fallback import fallback_page, is_page_path
 
 log = logging.getLogger("neens.api")
-
-MAX_JSON_DEPTH = 128
-"""Deepest nesting of objects and arrays a JSON body may have (serde_json's default too)."""
 
 
 async def send_error(exc: NeensError, scope: Scope, receive: Receive, send: Send) -> None:

@@ -101,6 +101,11 @@ def _leaf_reason(value: object) -> str | None:
     return None
 
 
+MAX_JSON_DEPTH: Final = 128
+"""Deepest nesting of objects and arrays a JSON document a person writes may have: a request
+body (`api.middleware.JsonDepthMiddleware`) or a file `neens exp` reads (serde_json's default
+too)."""
+
 MAX_NESTING: Final = 32
 """How deeply an attribute value may nest objects and arrays.
 

@@ -10,12 +10,11 @@ read here could also be a Neens dataset item).
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any
 
 from neens_eval.errors import ConfigError
 
-MAX_JSON_DEPTH: Final = 128
-"""Deepest nesting of objects and arrays accepted (the API's `MAX_JSON_DEPTH`)."""
+from neens.domain.storable import MAX_JSON_DEPTH, nesting_reason
 
 
 class _DuplicateKey(Exception):
@@ -34,23 +33,6 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return body
 
 
-def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether `value`'s objects and arrays nest deeper than `limit` (walked with a stack)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth + 1 > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
-
-
 def loads(raw: str | bytes, where: str) -> Any:
     """The JSON in `raw`; ConfigError naming `where` for a repeated key or too deep a nesting.
     Text that is not JSON raises `json.JSONDecodeError` (or `UnicodeDecodeError`) as
@@ -65,7 +47,7 @@ def loads(raw: str | bytes, where: str) -> Any:
         raise ConfigError(
             f"{where}: JSON nested too deeply to read (at most {MAX_JSON_DEPTH} levels)"
         ) from None
-    if too_deep(value):
+    if nesting_reason(value, MAX_JSON_DEPTH) is not None:
         raise ConfigError(
             f"{where}: JSON nested too deeply to read (at most {MAX_JSON_DEPTH} levels)"
         )
