@@ -13,6 +13,7 @@ which is never downgraded or upgraded past.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -53,7 +54,7 @@ def _label(url: str) -> str:
 
 def _engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
     try:
-        return make_engine(url, foreign_keys=foreign_keys)
+        engine = make_engine(url, foreign_keys=foreign_keys)
     except ValueError as exc:  # a scheme other than SQLite or PostgreSQL
         raise DatabaseUnusable(f"database URL: {exc}") from None
     except OSError as exc:  # the SQLite file's directory cannot be made
@@ -65,6 +66,25 @@ def _engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
         raise DatabaseUnusable(
             "database URL: not a URL Neens can read (--database-url or NEENS_DATABASE_URL); "
             "use sqlite:///path/to/neens.db or postgresql+psycopg://user@host/dbname"
+        ) from None
+    if engine.dialect.name == "sqlite":
+        _check_sqlite_file(url)
+    return engine
+
+
+def _check_sqlite_file(url: str) -> None:
+    """Open the SQLite file once with the standard library first: when aiosqlite fails to open
+    it, its thread reports the failure to an event loop that `asyncio.run` may have closed by
+    then, printing a traceback after the command's own one-line error."""
+    database = make_url(url).database
+    if not database or database == ":memory:":
+        return
+    try:
+        sqlite3.connect(database).close()
+    except sqlite3.Error as exc:
+        raise DatabaseUnusable(
+            f"cannot open the database {_label(url)}: {exc}; check the path and its "
+            "permissions (--database-url or NEENS_DATABASE_URL)"
         ) from None
 
 
