@@ -37,15 +37,11 @@ def check_api_key(value: str) -> str:
     try:
         check_headers({"Authorization": value})
     except ValueError:
-        sendable = False
-    else:
-        sendable = value == value.strip(" \t")
-    if not sendable:
         raise ValueError(
             "an API key is sent as the header value `Bearer <apiKey>`, so it must be printable "
             "ASCII (no line breaks, NUL or other control characters), not start or end with a "
             f"space or tab, and be at most {MAX_VALUE_CHARS} characters"
-        )
+        ) from None
     return value
 
 
