@@ -15,7 +15,7 @@ import pytest
 from neens_eval.cli import main
 
 from neens.store.db import Database
-from neens.store.experiments import TrialRow, trials_of
+from neens.store.experiments import TrialRow, claim_experiment, release_claim, trials_of
 
 AGENT = """\
 import json, os, sys, time
@@ -127,3 +127,26 @@ def saved_trials(database_url: str, experiment_id: str, *, grades: bool = True) 
             await db.dispose()
 
     return asyncio.run(read())
+
+
+ELSEWHERE = "pid 1 on another-host (01JELSEWHERE)"
+"""A claim holder on another machine: never taken over as gone, only when its lease lapses."""
+
+
+def hold_claims(database_url: str, experiment_ids: list[str], *, held: bool) -> None:
+    """Take (`held`) or give up the claim of each experiment as `ELSEWHERE`, for ten minutes:
+    another process running them."""
+
+    async def change() -> None:
+        db = Database(database_url)
+        try:
+            for experiment_id in experiment_ids:
+                if held:
+                    other = await claim_experiment(db, experiment_id, ELSEWHERE, lease_s=600)
+                    assert other is None, other
+                else:
+                    await release_claim(db, experiment_id, ELSEWHERE)
+        finally:
+            await db.dispose()
+
+    asyncio.run(change())

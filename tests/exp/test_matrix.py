@@ -26,7 +26,7 @@ from neens.exp.matrix import pointer_tokens, set_pointer
 from neens.store.db import Database
 from neens.store.models import Experiment, ExperimentMatrix, ExperimentTrial
 from neens.store.types import utcnow
-from tests.exp.conftest import Project
+from tests.exp.conftest import Project, hold_claims
 from tests.support.sqlite_only import sqlite_only
 
 # A seeded stand-in for `node agent.mjs`: the "shout.md" prompt answers in capitals; the big
@@ -358,6 +358,29 @@ def test_reuse_copies_an_identical_cells_results_and_says_so(
     assert alone.code == 2 and "--reuse-max-age: only with --reuse" in alone.err
 
 
+def _cell_runs(database_url: str, matrix_id: str) -> list[str]:
+    """The experiment ids of the matrix's cells, in cell order."""
+    from sqlalchemy import select
+
+    from neens.store.models import ExperimentMatrixCell
+
+    async def read() -> list[str]:
+        db = Database(database_url)
+        try:
+            async with db.read() as s:
+                return list(
+                    await s.scalars(
+                        select(ExperimentMatrixCell.experiment_id)
+                        .where(ExperimentMatrixCell.matrix_id == matrix_id)
+                        .order_by(ExperimentMatrixCell.position)
+                    )
+                )
+        finally:
+            await db.dispose()
+
+    return asyncio.run(read())
+
+
 def _interrupt(database_url: str, matrix_id: str, keep: int) -> int:
     """Leave only the first `keep` saved case-trials of the matrix, unfinished, as a crash
     would; how many were removed."""
@@ -424,6 +447,18 @@ def test_an_interrupted_matrix_resumes_only_what_is_left_to_the_same_table(
     with_reuse = shout.exp("run", "matrix.json", "--resume", "--reuse", "all")
     assert with_reuse.code == 2 and "--reuse: not with --resume" in with_reuse.err
     assert _calls(shout) == []
+
+    # Another process resuming the matrix holds one cell's run: refused, naming it.
+    held = _cell_runs(database_url, matrix_id)[1]
+    hold_claims(database_url, [held], held=True)
+    busy = shout.exp("run", "matrix.json", "--resume")
+    assert busy.code == 2 and busy.out == ""
+    assert busy.err.startswith(
+        f"neens: error: cannot resume {held}: it is being run by another neens process "
+        "(pid 1 on another-host, its claim renewed until "
+    )
+    assert _calls(shout) == []
+    hold_claims(database_url, [held], held=False)
 
     resumed = shout.exp("run", "matrix.json", "--resume")
     assert resumed.code == 0, resumed.err

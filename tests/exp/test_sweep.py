@@ -17,7 +17,7 @@ from sqlalchemy import delete, update
 from neens.demo.endpoints import Agent, serve
 from neens.store.db import Database
 from neens.store.models import ExperimentSweep, ExperimentTrial
-from tests.exp.conftest import Project
+from tests.exp.conftest import Project, hold_claims
 from tests.support.sqlite_only import sqlite_only
 
 CASES = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(60)]
@@ -303,6 +303,17 @@ def test_resume_runs_only_what_is_left_and_decides_the_same(
         assert refused.err.strip().endswith(
             "--budget changed (60 → 61). Undo the change, or start a new sweep without --resume"
         )
+        # Another process resuming the sweep holds a run of its second round: refused, naming
+        # it, and nothing runs.
+        hold_claims(database_url, second_round[:1], held=True)
+        busy = project.exp(*SWEEP, "--resume")
+        assert busy.code == 2 and busy.out == ""
+        assert busy.err.startswith(
+            f"neens: error: cannot resume {second_round[0]}: it is being run by another neens "
+            "process (pid 1 on another-host, "
+        )
+        assert len(server.calls) == before
+        hold_claims(database_url, second_round[:1], held=False)
         resumed = project.exp_json(*SWEEP, "--resume")
         ran = len(server.calls) - before
     runs = whole["rounds"][1]["casesPerConfig"] * 2 + whole["split"]["heldOut"] * 2

@@ -104,3 +104,26 @@ async def test_a_failed_write_is_raised_by_every_save_of_its_batch(db: Database)
     assert len(await trials_of(db, "exp_A")) == 1
     with pytest.raises(IntegrityError):
         await writer.save("exp_missing", _trial("c4"))
+
+
+async def test_a_sweep_run_made_twice_for_one_key_keeps_the_first_and_writes_nothing_more(
+    db: Database,
+) -> None:
+    """Two processes resuming one sweep may both make its next run: the second learns so."""
+    from neens.store.experiment_sweeps import (
+        SweepRow,
+        SweepRunKey,
+        create_sweep,
+        create_sweep_run,
+        sweep_runs,
+    )
+    from neens.store.experiments import get_experiment
+
+    await create_sweep(db, SweepRow("swp_1", "s", "d", {}, utcnow()))
+    key = SweepRunKey("base", "race", 1)
+    assert await create_sweep_run(db, "swp_1", key, _experiment("exp_first"))
+    assert not await create_sweep_run(db, "swp_1", key, _experiment("exp_second"))
+    assert await sweep_runs(db, "swp_1") == {key: "exp_first"}
+    assert await get_experiment(db, "exp_second") is None  # one transaction: no orphan run
+    # Another key is its own run.
+    assert await create_sweep_run(db, "swp_1", SweepRunKey("t2", "race", 1), _experiment("exp_t2"))

@@ -32,6 +32,7 @@ from ulid import ULID
 from neens.domain.baseline import parse_range
 from neens.domain.exp_compare import Side, compare
 from neens.domain.exp_matrix import HOLM_METHOD, CellResult, judge_cells
+from neens.exp.claims import claimed
 from neens.exp.compare import load_side, pp_text, rate_text
 from neens.exp.matrix import Cell, MatrixSpec, interleaved, is_matrix, read_matrix, read_raw
 from neens.exp.matrix_args import DEFAULT_REUSE_MAX_AGE
@@ -233,39 +234,46 @@ async def matrix_command(args: argparse.Namespace, holder: dict[str, Any]) -> in
             holder["matrix"] = matrix_id
             reused_info = await _copy_reused(db, matrix_id, cells, plans, rows, args.reuse, since)
         holder["matrix"] = matrix_id
-        kept: list[set[tuple[str, int]]] = []
-        for row in rows:
-            kept.append(
-                {
-                    (t.case_id, t.trial)
-                    for t in await trials_of(db, row.id, grades=False)
-                    if not (args.retry_errors and t.status == "error")
-                }
+        # What is left is read only once every cell's run is ours: another process resuming the
+        # matrix at the same time would otherwise run the same case-trials.
+        async with claimed(db, [row.id for row in rows], resuming=stored is not None):
+            kept: list[set[tuple[str, int]]] = []
+            for row in rows:
+                kept.append(
+                    {
+                        (t.case_id, t.trial)
+                        for t in await trials_of(db, row.id, grades=False)
+                        if not (args.retry_errors and t.status == "error")
+                    }
+                )
+            todo = [
+                (index, case, trial)
+                for index, case, trial in interleaved(
+                    [p.trials for p in plans], plans[0].cases, seed
+                )
+                if (case.id, trial) not in kept[index]
+            ]
+            callers = [
+                Caller(plan, TaskContext(experiment_id=row.id, name=plan.spec.name, cwd=cwd), head)
+                for plan, row, head in zip(plans, rows, headers, strict=True)
+            ]
+            limits = RunLimits(
+                concurrency=args.concurrency,
+                retries=args.retries,
+                trial_timeout_s=args.trial_timeout,
             )
-        todo = [
-            (index, case, trial)
-            for index, case, trial in interleaved([p.trials for p in plans], plans[0].cases, seed)
-            if (case.id, trial) not in kept[index]
-        ]
-        callers = [
-            Caller(plan, TaskContext(experiment_id=row.id, name=plan.spec.name, cwd=cwd), head)
-            for plan, row, head in zip(plans, rows, headers, strict=True)
-        ]
-        limits = RunLimits(
-            concurrency=args.concurrency, retries=args.retries, trial_timeout_s=args.trial_timeout
-        )
-        total = sum(p.planned for p in plans)
-        with RunProgress(total=total, done=total - len(todo), label=matrix_id) as progress:
-            await run_trials(db, plans[0], callers, todo, limits, progress)
-        counts = await tally(db, [row.id for row in rows])
-        finished = True
-        for row in rows:
-            if counts[row.id].done >= row.planned:
-                await finish_experiment(db, row.id)
-            else:
-                finished = False
-        if finished:
-            await finish_matrix(db, matrix_id)
+            total = sum(p.planned for p in plans)
+            with RunProgress(total=total, done=total - len(todo), label=matrix_id) as progress:
+                await run_trials(db, plans[0], callers, todo, limits, progress)
+            counts = await tally(db, [row.id for row in rows])
+            finished = True
+            for row in rows:
+                if counts[row.id].done >= row.planned:
+                    await finish_experiment(db, row.id)
+                else:
+                    finished = False
+            if finished:
+                await finish_matrix(db, matrix_id)
         sides = []
         for row in rows:
             fresh = await get_experiment(db, row.id)

@@ -49,6 +49,7 @@ from neens.domain.halving import (
     smallest_budget,
     survivors,
 )
+from neens.exp.claims import claimed
 from neens.exp.compare import load_side
 from neens.exp.datasets import Case
 from neens.exp.plan import Plan, Selection, load_dataset, make_plan
@@ -531,7 +532,12 @@ class Runner:
             name=key.config,
             selection={"sweep": self.setup.sweep.id, "part": key.part, "round": key.round},
         )
-        await create_sweep_run(self.db, self.setup.sweep.id, key, row)
+        if not await create_sweep_run(self.db, self.setup.sweep.id, key, row):
+            raise ConfigError(
+                f"cannot resume {self.setup.sweep.id}: another neens process is running it (it "
+                f"started {key.config}'s {key.part} run first); let that one finish, or once it "
+                "has stopped, run this again"
+            )
         self.runs[key] = row.id
         return row
 
@@ -540,39 +546,44 @@ class Runner:
     ) -> list[ExperimentRow]:
         """Run every config's experiment on `cases`, case by case, the configs of each case in a
         seeded random order (so drift hits them alike); return the rows, finished when full."""
-        kept: list[set[tuple[str, int]]] = []
-        for row, _ in runs:
-            saved = await trials_of(self.db, row.id, grades=False)
-            kept.append({(t.case_id, t.trial) for t in saved})
-        trials = self.setup.definition["trials"]
-        order = random.Random(f"{self.setup.definition['seed']}:{salt}")
-        todo: list[tuple[int, Case, int]] = []
-        for trial in range(trials):
-            for case in cases:
-                indexes = list(range(len(runs)))
-                order.shuffle(indexes)
-                todo.extend((i, case, trial) for i in indexes if (case.id, trial) not in kept[i])
-        if todo:
-            callers = [
-                Caller(
-                    plan,
-                    TaskContext(experiment_id=row.id, name=row.name, cwd=self.setup.cwd),
-                    self.setup.headers[row.name],
-                )
-                for row, plan in runs
-            ]
-            total = len(runs) * len(cases) * trials
-            with RunProgress(total=total, done=total - len(todo), label=label) as progress:
-                await run_trials(self.db, runs[0][1], callers, todo, self.limits, progress)
-            self.ran += len(todo)
-        counts = await tally(self.db, [row.id for row, _ in runs])
-        done: list[ExperimentRow] = []
-        for row, _ in runs:
-            if counts[row.id].done >= row.planned:
-                await finish_experiment(self.db, row.id)
-            fresh = await get_experiment(self.db, row.id)
-            assert fresh is not None
-            done.append(fresh)
+        # What is left is read only once the runs are ours: another process resuming the sweep
+        # at the same time would otherwise run the same case-trials.
+        async with claimed(self.db, [row.id for row, _ in runs], resuming=True):
+            kept: list[set[tuple[str, int]]] = []
+            for row, _ in runs:
+                saved = await trials_of(self.db, row.id, grades=False)
+                kept.append({(t.case_id, t.trial) for t in saved})
+            trials = self.setup.definition["trials"]
+            order = random.Random(f"{self.setup.definition['seed']}:{salt}")
+            todo: list[tuple[int, Case, int]] = []
+            for trial in range(trials):
+                for case in cases:
+                    indexes = list(range(len(runs)))
+                    order.shuffle(indexes)
+                    todo.extend(
+                        (i, case, trial) for i in indexes if (case.id, trial) not in kept[i]
+                    )
+            if todo:
+                callers = [
+                    Caller(
+                        plan,
+                        TaskContext(experiment_id=row.id, name=row.name, cwd=self.setup.cwd),
+                        self.setup.headers[row.name],
+                    )
+                    for row, plan in runs
+                ]
+                total = len(runs) * len(cases) * trials
+                with RunProgress(total=total, done=total - len(todo), label=label) as progress:
+                    await run_trials(self.db, runs[0][1], callers, todo, self.limits, progress)
+                self.ran += len(todo)
+            counts = await tally(self.db, [row.id for row, _ in runs])
+            done: list[ExperimentRow] = []
+            for row, _ in runs:
+                if counts[row.id].done >= row.planned:
+                    await finish_experiment(self.db, row.id)
+                fresh = await get_experiment(self.db, row.id)
+                assert fresh is not None
+                done.append(fresh)
         return done
 
 

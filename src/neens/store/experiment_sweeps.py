@@ -8,8 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 
-from neens.store.db import Database
+from neens.store.db import Database, unique_violated
 from neens.store.experiments import ExperimentRow, column_starting_with, experiment_model
 from neens.store.models import ExperimentSweep, ExperimentSweepRun
 from neens.store.types import utcnow
@@ -89,21 +90,31 @@ async def latest_unfinished_sweep(db: Database, name: str) -> SweepRow | None:
 
 async def create_sweep_run(
     db: Database, sweep_id: str, key: SweepRunKey, experiment: ExperimentRow
-) -> None:
+) -> bool:
     """The experiment and its link to the sweep, in one transaction: a sweep never has an
-    experiment it does not know about."""
-    async with db.write() as s:
-        s.add(experiment_model(experiment))
-        await s.flush()
-        s.add(
-            ExperimentSweepRun(
-                experiment_id=experiment.id,
-                sweep_id=sweep_id,
-                config=key.config,
-                part=key.part,
-                round=key.round,
+    experiment it does not know about. False, with nothing written, when the sweep already has
+    a run for `key` (another process resuming the sweep made it first)."""
+    try:
+        async with db.write() as s:
+            s.add(experiment_model(experiment))
+            await s.flush()
+            s.add(
+                ExperimentSweepRun(
+                    experiment_id=experiment.id,
+                    sweep_id=sweep_id,
+                    config=key.config,
+                    part=key.part,
+                    round=key.round,
+                )
             )
-        )
+    except IntegrityError as exc:
+        if unique_violated(exc) != _ONE_RUN_A_KEY:
+            raise
+        return False
+    return True
+
+
+_ONE_RUN_A_KEY = "uq_experiment_sweep_runs_sweep_id_config_part_round"
 
 
 async def sweep_runs(db: Database, sweep_id: str) -> dict[SweepRunKey, str]:
