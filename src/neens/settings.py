@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from neens_eval.errors import ConfigError
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -89,7 +90,17 @@ class Settings(BaseSettings):
     Link-local and cloud metadata addresses are refused either way."""
 
     def resolved_database_url(self) -> str:
-        """The database URL in use: the configured one, or the embedded SQLite file."""
+        """The database URL in use: the configured one, or the embedded SQLite file in `home`,
+        which is created when missing. The directory of a configured SQLite file never is: a
+        typo in it would start an empty store."""
         if self.database_url:
             return self.database_url
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot create the directory NEENS_HOME={self.home}: {exc.strerror} "
+                f"({exc.filename}); set NEENS_HOME to a directory Neens may create, or give "
+                "--database-url"
+            ) from None
         return f"sqlite+aiosqlite:///{(self.home / 'neens.db').resolve()}"

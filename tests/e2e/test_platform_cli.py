@@ -394,15 +394,41 @@ def test_a_database_that_cannot_be_opened_is_one_line_with_its_exit_code(
     assert "s3cret" not in result.stderr
 
 
+@sqlite_only("SQLite files only: the default store in NEENS_HOME")
+def test_neens_home_is_made_when_missing_and_one_line_when_it_cannot_be(
+    dialect: str, tmp_path: Path
+) -> None:
+    env = {"NEENS_DATABASE_URL": "", "NEENS_HOME": str(tmp_path / "home" / "deeper")}
+    made = neens("keys", "list", env=env)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "home" / "deeper" / "neens.db").is_file()
+    (tmp_path / "a-file").write_text("not a directory")
+    refused = neens("keys", "list", env={**env, "NEENS_HOME": str(tmp_path / "a-file" / "home")})
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith(
+        f"neens: error: cannot create the directory NEENS_HOME={tmp_path}/a-file/home: "
+    ), refused.stderr
+    assert refused.stderr.count("\n") == 1, refused.stderr
+
+
 @sqlite_only("SQLite files only: a path where a file cannot be made")
 def test_a_sqlite_path_that_cannot_be_a_database_is_one_line(dialect: str, tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("not a directory")
     under_a_file = neens("keys", "list", "--database-url", f"sqlite:///{tmp_path}/a-file/n.db")
     assert under_a_file.returncode == 2, under_a_file.stderr
-    assert under_a_file.stderr.startswith(
-        f"neens: error: cannot create the directory of the database sqlite:///{tmp_path}/a-file/"
-        "n.db: File exists"
+    assert under_a_file.stderr == (
+        f"neens: error: cannot open the database sqlite:///{tmp_path}/a-file/n.db: "
+        f"{tmp_path}/a-file is not a directory; check the path, or create the directory first "
+        "(--database-url or NEENS_DATABASE_URL)\n"
     ), under_a_file.stderr
+    # A directory that does not exist is not made: a typo in it would start an empty store.
+    typo = neens("keys", "list", "--database-url", f"sqlite:///{tmp_path}/typo/deeper/n.db")
+    assert typo.returncode == 2, typo.stderr
+    assert typo.stderr.startswith(
+        f"neens: error: cannot open the database sqlite:///{tmp_path}/typo/deeper/n.db: "
+        f"{tmp_path}/typo/deeper does not exist; "
+    ), typo.stderr
+    assert not (tmp_path / "typo").exists()
     a_directory = neens("keys", "list", "--database-url", f"sqlite:///{tmp_path}")
     assert a_directory.returncode == 2, a_directory.stderr
     assert a_directory.stderr == (

@@ -20,7 +20,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
@@ -87,13 +86,11 @@ def _bind_none_directly() -> None:
 
 
 def make_engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
-    """An async engine with Neens' connection settings; SQLite's directory is created."""
+    """An async engine with Neens' connection settings."""
     url = normalize_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return create_async_engine(url, pool_pre_ping=True, json_serializer=json_dumps)
-    if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     _bind_none_directly()
     engine = create_async_engine(
         url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}, json_serializer=json_dumps

@@ -57,11 +57,6 @@ def _engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
         engine = make_engine(url, foreign_keys=foreign_keys)
     except ValueError as exc:  # a scheme other than SQLite or PostgreSQL
         raise DatabaseUnusable(f"database URL: {exc}") from None
-    except OSError as exc:  # the SQLite file's directory cannot be made
-        raise DatabaseUnusable(
-            f"cannot create the directory of the database {_label(url)}: {exc.strerror} "
-            f"({exc.filename}); check the path (--database-url or NEENS_DATABASE_URL)"
-        ) from None
     except ArgumentError:
         raise DatabaseUnusable(
             "database URL: not a URL Neens can read (--database-url or NEENS_DATABASE_URL); "
@@ -79,6 +74,13 @@ def _check_sqlite_file(url: str) -> None:
     database = make_url(url).database
     if not database or database == ":memory:":
         return
+    directory = Path(database).parent
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise DatabaseUnusable(
+            f"cannot open the database {_label(url)}: {directory} {what}; check the path, or "
+            "create the directory first (--database-url or NEENS_DATABASE_URL)"
+        )
     try:
         sqlite3.connect(database).close()
     except sqlite3.Error as exc:
