@@ -45,6 +45,8 @@ def _nothing_saved(neens: Neens) -> None:
         ({"latencyMs": float("nan")}, ["result 1: latencyMs", "nan"]),
         ({"response": {"output": "\ud800"}}, ["result 1: response.output", "lone surrogate"]),
         ({"response": {"output": "4\u0000x"}}, ["result 1: response.output", "NUL"]),
+        ({"latencyMs": -3}, ["result 1: latencyMs: -3.0 is negative, and a latency cannot be"]),
+        ({"cost": -0.5}, ["result 1: cost: -0.5 is negative, and a cost cannot be"]),
     ],
 )
 def test_promptfoo_unstorable_values_are_refused(
@@ -166,6 +168,23 @@ def test_blank_or_too_long_names_are_bad_flags(
     monkeypatch.setenv("NEENS_API_KEY", "nk_test")
     done = neens("import", "promptfoo", str(FIXTURES / "promptfoo_arith.json"), *flags)
     _refused(done, flags[-2])
+    _nothing_saved(neens)
+
+
+def test_a_name_with_a_control_character_is_refused(neens: Neens, tmp_path: Path) -> None:
+    """An escape in a provider's label would recolour the terminal listing the run."""
+    body = json.loads((FIXTURES / "promptfoo_arith.json").read_text())
+    for result in body["results"]["results"]:
+        result["provider"] = {"id": "echo", "label": "\x1b[31mecho"}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(body))
+    _refused(
+        neens("import", "promptfoo", str(path)),
+        "the default name (tool:task:model), 'promptfoo:results:\\x1b[31mecho / {{reply}}', "
+        "must not hold control characters (U+001B at position 18): give the experiment's name "
+        "with --name",
+    )
+    _refused(neens("import", "promptfoo", str(path), "--name", "a\tb"), "--name: must not hold")
     _nothing_saved(neens)
 
 

@@ -3,6 +3,7 @@ read-only pre-prod run, on a new dataset made from its cases or on an existing o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -130,3 +131,24 @@ def test_a_dataset_whose_items_are_not_the_cases_is_refused(
     assert _get(server, "/preprod-evals")["runs"] == []
     done = neens("import", "inspect", INSPECT, "--server", "--dataset-id", "ds_nope")
     assert done.code == 2 and "dataset_id" in done.err
+
+
+def test_a_run_the_server_would_refuse_makes_nothing_on_it(
+    neens: Neens, server: httpx.Client, tmp_path: Any
+) -> None:
+    """Checked against the server's own schemas before anything is sent: no dataset is left
+    behind for a run that was never stored."""
+    body = json.loads((FIXTURES / "promptfoo_arith.json").read_text())
+    for result in body["results"]["results"]:  # a terminal colour code in the provider's label
+        result["provider"] = {"id": "echo", "label": "\x1b[31mecho\x1b[0m"}
+    bad = tmp_path / "coloured-label.json"
+    bad.write_text(json.dumps(body))
+    done = neens("import", "promptfoo", str(bad), "--server", "--name", "coloured")
+    assert done.code == 2, done.err
+    assert done.err.startswith(
+        "neens: error: the server would refuse this run, so nothing was sent: model: Value "
+        "error, must not hold control characters (U+001B at position 0)"
+    ), done.err
+    assert done.err.count("\n") == 1
+    assert _get(server, "/datasets")["datasets"] == []
+    assert _get(server, "/preprod-evals")["runs"] == []

@@ -103,6 +103,24 @@ def _leaf_reason(value: object) -> str | None:
     return None
 
 
+_CONTROL_CHARACTER: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""Unicode's control characters (category Cc): C0, DEL and C1."""
+
+
+def name_problem(value: str) -> str | None:
+    """Why `value` cannot be a name people read in lists, pages, charts and a terminal, or None:
+    it must show something, on one line. A control character (a tab, a newline, an escape)
+    would break a page's layout, make an SVG chart invalid XML or recolour a terminal."""
+    if not value.strip():
+        return "must not be blank"
+    if (found := _CONTROL_CHARACTER.search(value)) is not None:
+        return (
+            f"must not hold control characters (U+{ord(found.group()):04X} at position "
+            f"{found.start()})"
+        )
+    return None
+
+
 MAX_JSON_DEPTH: Final = 128
 """Deepest nesting of objects and arrays a JSON document a person writes may have: a request
 body (`api.middleware.JsonDepthMiddleware`) or a file `neens exp` reads (serde_json's default

@@ -237,8 +237,9 @@ def _cost(result: Mapping[str, Any]) -> float | None:
     """The result's cost, or None: promptfoo writes 0 when the provider reported no cost (an
     errored call included), so 0 is unknown, never free."""
     cost = number(result.get("cost"))
-    # NaN and Infinity are kept, for `checked` to refuse: they are not "no cost".
-    return None if cost is not None and 0 >= cost else cost
+    # NaN, Infinity and a negative cost are kept, for `checked` to refuse: they are not "no
+    # cost".
+    return None if cost == 0 else cost
 
 
 def _trials(results: list[Mapping[str, Any]], where: str) -> list[Trial]:

@@ -60,9 +60,9 @@ def _trial_body(t: Trial) -> dict[str, Any]:
     }
 
 
-def _new_dataset(client: Client, name: str, cases: Mapping[str, list[Trial]]) -> tuple[str, str]:
-    dataset = expect_object(client.post("/datasets", {"name": name[:200]}), "the new dataset")
-    items = [
+def _dataset_items(cases: Mapping[str, list[Trial]]) -> list[dict[str, Any]]:
+    """A new dataset version's items: the cases in order, each with its key in its metadata."""
+    return [
         {
             "input": case_text(trials[0].input),
             "expected_output": None
@@ -72,6 +72,11 @@ def _new_dataset(client: Client, name: str, cases: Mapping[str, list[Trial]]) ->
         }
         for key, trials in cases.items()
     ]
+
+
+def _new_dataset(client: Client, name: str, cases: Mapping[str, list[Trial]]) -> tuple[str, str]:
+    dataset = expect_object(client.post("/datasets", {"name": name[:200]}), "the new dataset")
+    items = _dataset_items(cases)
     try:
         version = expect_object(
             client.post(f"/datasets/{dataset['id']}/versions", {"items": items, "golden": True}),
@@ -164,8 +169,14 @@ def send_import(
     dataset_name: str | None,
 ) -> dict[str, Any]:
     """Send `run` (saved locally as `name`) to the server; return what the server stored.
-    When it fails after creating a dataset, the error names that dataset and how to reuse it."""
+
+    The bodies are checked against the server's own schemas first, so a run the server would
+    refuse leaves nothing behind (no dataset made for it). When a send fails after creating a
+    dataset all the same (the server down meanwhile, say), the error names that dataset and how
+    to reuse it."""
     cases = _cases(run)
+    new_name = None if dataset_id is not None else dataset_name or name
+    check_locally(_run_body(run, path, name, cases), cases, new_name)
     if dataset_id is not None:
         dataset_id, version_id, items = _existing(client, dataset_id, dataset_version_id)
         matched = match_cases(cases, items, version_id)
@@ -177,6 +188,55 @@ def send_import(
         return _send(client, run, path, name, cases, matched, dataset_id, version_id, True)
     except NeensClientError as exc:
         raise _naming_created(exc, dataset_id, version_id) from exc
+
+
+_PLACEHOLDER_ID: Final = "dsi_0"
+"""An item or dataset id for the local check: ids are the server's to give."""
+
+
+def check_locally(
+    body: dict[str, Any], cases: Mapping[str, list[Trial]], new_dataset: str | None
+) -> None:
+    """ConfigError (exit 2) naming the case and field when the server's schemas refuse the run's
+    body, or the new dataset's name and items; nothing has been sent yet."""
+    from pydantic import ValidationError
+
+    from neens.api.schemas.datasets import DatasetCreate, VersionCreate
+    from neens.api.schemas.preprod_import import PreprodImportCreate
+
+    try:
+        if new_dataset is not None:
+            DatasetCreate.model_validate({"name": new_dataset[:200]})
+            VersionCreate.model_validate({"items": _dataset_items(cases), "golden": True})
+        PreprodImportCreate.model_validate(
+            {
+                **body,
+                "dataset_id": _PLACEHOLDER_ID,
+                "dataset_version_id": _PLACEHOLDER_ID,
+                "items": [{**item, "item_id": _PLACEHOLDER_ID} for item in body["items"]],
+            }
+        )
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        raise ConfigError(
+            f"the server would refuse this run, so nothing was sent: {_where(error['loc'], cases)}"
+            f"{error['msg']}"
+        ) from None
+
+
+def _where(loc: tuple[int | str, ...], cases: Mapping[str, list[Trial]]) -> str:
+    """`case 'k', trial 2: output: ` for a location in the run's or the dataset's body."""
+    parts = list(loc)
+    keys = list(cases)
+    if len(parts) >= 2 and parts[0] == "items" and isinstance(parts[1], int):
+        key = keys[parts[1]]
+        case = f"case {key!r}"
+        rest = parts[2:]
+        if len(rest) >= 2 and rest[0] == "trials" and isinstance(rest[1], int):
+            case += f", trial {cases[key][rest[1]].trial_idx}"
+            rest = rest[2:]
+        return f"{case}: {'.'.join(map(str, rest))}: " if rest else f"{case}: "
+    return f"{'.'.join(map(str, parts))}: " if parts else ""
 
 
 def _naming_created(
@@ -217,22 +277,9 @@ def _send(
     created: bool,
 ) -> dict[str, Any]:
     body = {
-        "name": name[:500],
+        **_run_body(run, path, name, cases),
         "dataset_id": dataset_id,
         "dataset_version_id": version_id,
-        "version_label": name[:500],
-        # A blank model is one the tool did not record (the server refuses a blank name).
-        "model": run.model if run.model and run.model.strip() else None,
-        "source": {
-            "tool": run.tool,
-            "tool_version": run.tool_version,
-            "run_id": run.run_id,
-            "task": run.task,
-            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            "created_at": run.created_at,
-            "unknown": dict(list(run.unknown.items())[:MAX_LISTED]),
-            "warnings": run.warnings[:MAX_LISTED],
-        },
         "items": [
             {"item_id": matched[key], "trials": [_trial_body(t) for t in trials]}
             for key, trials in cases.items()
@@ -246,4 +293,27 @@ def _send(
         "datasetVersionId": version_id,
         "datasetCreated": created,
         "url": f"{client.base_url}/ui/preprod-evals/{stored['id']}",
+    }
+
+
+def _run_body(
+    run: ImportedRun, path: Path, name: str, cases: Mapping[str, list[Trial]]
+) -> dict[str, Any]:
+    """The body of `POST /preprod-evals/imports` but the dataset's and its items' ids."""
+    return {
+        "name": name[:500],
+        "version_label": name[:500],
+        # A blank model is one the tool did not record (the server refuses a blank name).
+        "model": run.model if run.model and run.model.strip() else None,
+        "source": {
+            "tool": run.tool,
+            "tool_version": run.tool_version,
+            "run_id": run.run_id,
+            "task": run.task,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "created_at": run.created_at,
+            "unknown": dict(list(run.unknown.items())[:MAX_LISTED]),
+            "warnings": run.warnings[:MAX_LISTED],
+        },
+        "items": [{"trials": [_trial_body(t) for t in trials]} for trials in cases.values()],
     }

@@ -26,6 +26,7 @@ from typing import Any, Final, cast
 from neens_eval.errors import ConfigError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from neens.domain.storable import name_problem
 from neens.exp.datasets import digest
 from neens.exp.run_command import new_experiment_id
 from neens.imports.trial import ImportedRun, Trial
@@ -107,20 +108,28 @@ def _trial_row(trial: Trial, at: datetime) -> TrialRow:
 
 
 def experiment_name(run: ImportedRun, path: Path, name: str | None) -> str:
-    """`--name`, else `tool:task:model`; ConfigError when it is blank or longer than the
-    store's names (never cut)."""
+    """`--name`, else `tool:task:model`; ConfigError when it is blank, longer than the store's
+    names (never cut) or holds a control character (an escape in a provider's label would
+    recolour the terminal that lists it, and the server refuses it as a name)."""
     if name is not None:
         if not name.strip() or len(name) > MAX_NAME:
             raise ConfigError(
                 f"--name: must be a non-empty name of at most {MAX_NAME} characters, not "
                 f"{len(name)}" + (" (blank)" if name and not name.strip() else "")
             )
+        if (problem := name_problem(name)) is not None:
+            raise ConfigError(f"--name: {problem}")
         return name
     default = f"{run.tool}:{run.task or path.stem}" + (f":{run.model}" if run.model else "")
     if len(default) > MAX_NAME:
         raise ConfigError(
             f"the default name (tool:task:model) is {len(default)} characters, over "
             f"{MAX_NAME}: give the experiment's name with --name"
+        )
+    if (problem := name_problem(default)) is not None:
+        raise ConfigError(
+            f"the default name (tool:task:model), {ascii(default)}, {problem}: give the "
+            "experiment's name with --name"
         )
     return default
 

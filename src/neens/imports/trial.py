@@ -215,12 +215,19 @@ TRIAL_FIELDS: Final = (
 
 
 def checked(trial: Trial, at: str, names: Mapping[str, str] | None = None) -> Trial:
-    """`trial`, once every value it carries is storable (`check_storable`); else
-    ImportFormatError naming `at` (the file and record) and the field, by its name in the file
-    when `names` gives it (trial field → the file's field)."""
+    """`trial`, once every value it carries is storable (`check_storable`) and its cost and
+    latency, when recorded, are not negative; else ImportFormatError naming `at` (the file and
+    record) and the field, by its name in the file when `names` gives it (trial field → the
+    file's field)."""
     names = names or {}
     for field_ in TRIAL_FIELDS:
         check_storable(getattr(trial, field_), f"{at}: {names.get(field_, field_)}")
+    for field_, what in (("cost_usd", "a cost"), ("latency_ms", "a latency")):
+        value = getattr(trial, field_)
+        if value is not None and value < 0:
+            raise ImportFormatError(
+                f"{at}: {names.get(field_, field_)}: {value!r} is negative, and {what} cannot be"
+            )
     scores_at = names.get("scores", "scores")
     for s in trial.scores:
         check_storable(s.scorer, f"{at}: {scores_at}: scorer name")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, ClassVar, Final
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
-from neens.domain.storable import unstorable_problem
+from neens.domain.storable import name_problem, unstorable_problem
 
 
 class LocatedValueError(ValueError):
@@ -86,21 +85,13 @@ def _storable(value: Any) -> Any:
 StorableStr = Annotated[str, AfterValidator(_storable)]
 """Text that both databases can store exactly (no NUL characters, no lone surrogates)."""
 
-_CONTROL_CHARACTER: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-"""Unicode's control characters (category Cc): C0, DEL and C1."""
-
 
 def a_name(value: str) -> str:
-    """A name people read in lists, pages and charts: something visible, on one line. A control
-    character (a tab, a newline, an escape) would break a page's layout or make an SVG chart
-    invalid XML, so it is refused, naming where it is."""
-    if not value.strip():
-        raise ValueError("must not be blank")
-    if (found := _CONTROL_CHARACTER.search(value)) is not None:
-        raise ValueError(
-            f"must not hold control characters (U+{ord(found.group()):04X} at position "
-            f"{found.start()})"
-        )
+    """A name people read in lists, pages and charts (`name_problem`), naming where a control
+    character is."""
+    problem = name_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
