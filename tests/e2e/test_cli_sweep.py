@@ -276,7 +276,7 @@ def test_cancel_stops_a_running_sweep_exits_0_and_reading_it_afterwards_exits_4(
     neens: Neens,
 ) -> None:
     dataset = neens.golden()
-    slow = 0.5
+    slow = 20.0  # far longer than starting `neens sweep cancel` on a loaded machine takes
     arms = (steady(RIGHT, path="/a", latency_s=slow), steady(RIGHT, path="/b", latency_s=slow))
     with serve(*arms) as agents:
         first = neens.connection(agents.url("/a"))
