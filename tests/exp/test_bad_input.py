@@ -81,6 +81,17 @@ def _refused(project: Project, *args: str) -> str:
             },
             "spec.json: graders[0].prompt: template must contain {output}",
         ),
+        (
+            {"name": "smoke\ttest", "task": {"kind": "command", "command": "true"}},
+            "spec.json: name: must not hold control characters (U+0009 at position 5)",
+        ),
+        (
+            {
+                "task": {"kind": "command", "command": "true"},
+                "graders": [{"kind": "exact", "name": "\x1b[31mexact"}],
+            },
+            "spec.json: graders[0].name: must not hold control characters (U+001B at position 0)",
+        ),
     ],
 )
 @sqlite_only("refused before anything is written")

@@ -22,6 +22,7 @@ from typing import Any, Final, Literal
 
 from neens_eval.errors import ConfigError
 
+from neens.domain.storable import name_problem
 from neens.exp.jsonread import loads
 
 TaskKind = Literal["command", "http"]
@@ -211,6 +212,8 @@ def parse_grader(value: Any, where: str, label: str, position: int) -> GraderDef
     name = value.get("name", f"{kind}-{position + 1}")
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
         raise _fail(where, f"{label}.name: must be a non-empty string of at most 200 characters")
+    if (problem := name_problem(name)) is not None:
+        raise _fail(where, f"{label}.name: {problem}")
     threshold = value.get("threshold")
     if threshold is not None and (
         isinstance(threshold, bool)
@@ -249,6 +252,8 @@ def parse_spec(raw: Any, where: str, *, default_name: str) -> Spec:
     name = raw.get("name", default_name)
     if not isinstance(name, str) or not name.strip() or len(name) > 500:
         raise _fail(where, "name: must be a non-empty string of at most 500 characters")
+    if (problem := name_problem(name)) is not None:
+        raise _fail(where, f"name: {problem}")
     dataset = raw.get("dataset")
     if dataset is not None and (not isinstance(dataset, str) or not dataset.strip()):
         raise _fail(where, "dataset: must be a dataset name, a path or a Neens dataset id")
