@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from typing import Any
 
-from neens.store.db import Database
-from neens.store.experiments import trials_of
 from tests.exp.conftest import Project, saved_trials
 from tests.support.sqlite_only import sqlite_only
 
@@ -117,14 +113,7 @@ MANY = [{"id": f"c{i:02d}", "input": f"case {i}", "expected": f"CASE {i}"} for i
 
 
 def _saved(database_url: str, experiment_id: str) -> set[tuple[str, int]]:
-    async def read() -> list[Any]:
-        db = Database(database_url)
-        try:
-            return await trials_of(db, experiment_id, grades=False)
-        finally:
-            await db.dispose()
-
-    return {(t.case_id, t.trial) for t in asyncio.run(read())}
+    return {(t.case_id, t.trial) for t in saved_trials(database_url, experiment_id, grades=False)}
 
 
 def test_an_aa_pair_killed_with_sigkill_resumes_exactly_the_missing_case_trials(

@@ -175,17 +175,18 @@ def send_import(
     dataset all the same (the server down meanwhile, say), the error names that dataset and how
     to reuse it."""
     cases = _cases(run)
+    body = _run_body(run, path, name, cases)
     new_name = None if dataset_id is not None else dataset_name or name
-    check_locally(_run_body(run, path, name, cases), cases, new_name)
+    check_locally(body, cases, new_name)
     if dataset_id is not None:
         dataset_id, version_id, items = _existing(client, dataset_id, dataset_version_id)
         matched = match_cases(cases, items, version_id)
-        return _send(client, run, path, name, cases, matched, dataset_id, version_id, False)
+        return _send(client, body, [matched[key] for key in cases], dataset_id, version_id, False)
     dataset_id, version_id = _new_dataset(client, dataset_name or name, cases)
     try:
         items = _version_items(client, dataset_id, version_id)
-        matched = {key: item["id"] for key, item in zip(cases, items, strict=True)}
-        return _send(client, run, path, name, cases, matched, dataset_id, version_id, True)
+        item_ids = [str(item["id"]) for item in items]  # the cases, in order
+        return _send(client, body, item_ids, dataset_id, version_id, True)
     except NeensClientError as exc:
         raise _naming_created(exc, dataset_id, version_id) from exc
 
@@ -267,22 +268,21 @@ def _naming_created(
 
 def _send(
     client: Client,
-    run: ImportedRun,
-    path: Path,
-    name: str,
-    cases: Mapping[str, list[Trial]],
-    matched: Mapping[str, str],
+    body: dict[str, Any],
+    item_ids: list[str],
     dataset_id: str,
     version_id: str,
     created: bool,
 ) -> dict[str, Any]:
+    """Send `_run_body`'s `body` with the dataset's ids and each case's item, `item_ids` in the
+    body's case order."""
     body = {
-        **_run_body(run, path, name, cases),
+        **body,
         "dataset_id": dataset_id,
         "dataset_version_id": version_id,
         "items": [
-            {"item_id": matched[key], "trials": [_trial_body(t) for t in trials]}
-            for key, trials in cases.items()
+            {**item, "item_id": item_id}
+            for item, item_id in zip(body["items"], item_ids, strict=True)
         ],
     }
     stored = expect_object(client.post("/preprod-evals/imports", body), "the imported run")

@@ -153,10 +153,11 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
-async def _run(url: str, action: str, revision: str) -> None:
+async def _run(url: str, action: str, revision: str, recorded: list[str] | None) -> None:
+    """Upgrade or downgrade to `revision` a database recording the revisions `recorded`."""
     from alembic import command
 
-    _refuse_unknown(url, await _recorded_revisions(url))
+    _refuse_unknown(url, recorded)
     engine = _engine(url, foreign_keys=False)
     try:
         conn = await _connect(engine, url)
@@ -189,13 +190,14 @@ async def _run(url: str, action: str, revision: str) -> None:
 async def upgrade(url: str, revision: str = "head") -> None:
     """Migrate the database to `revision`. Raises `DatabaseUnusable` or `DatabaseUnreachable`
     (one line each) when it cannot be opened or a newer Neens has migrated it."""
-    if revision == "head" and await _recorded_revisions(url) == [HEAD_REVISION]:
+    recorded = await _recorded_revisions(url)
+    if revision == "head" and recorded == [HEAD_REVISION]:
         return
-    await _run(url, "upgrade", revision)
+    await _run(url, "upgrade", revision, recorded)
 
 
 async def downgrade(url: str, revision: str) -> None:
-    await _run(url, "downgrade", revision)
+    await _run(url, "downgrade", revision, await _recorded_revisions(url))
 
 
 async def current_revision(url: str) -> str | None:
