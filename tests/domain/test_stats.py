@@ -19,6 +19,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
 from neens.domain.stats import (
+    exact_sum,
     fewest_changed_to_reject,
     mcnemar_exact,
     mean,
@@ -65,6 +66,30 @@ def test_a_nan_makes_the_mean_nan_rather_than_being_skipped() -> None:
     result = mean([1.0, math.nan])
 
     assert result is not None and math.isnan(result)
+
+
+HUGE = st.floats(min_value=1e306, max_value=1.7976931348623157e308)
+
+
+@given(st.lists(HUGE, min_size=2, max_size=20))
+def test_the_mean_of_doubles_too_large_to_sum_is_their_exact_mean(values: list[float]) -> None:
+    """fsum raises past the largest double; the mean of doubles is always one. Exact fractions
+    are the oracle: the sum is scaled by a power of two, which loses nothing, so the one
+    rounding left is the division's."""
+    result = mean(values)
+    expected = sum(Fraction(v) for v in values) / len(values)
+
+    assert result is not None and math.isfinite(result)
+    assert abs(Fraction(result) - expected) <= abs(expected) * Fraction(1, 2**52)
+
+
+def test_a_sum_too_large_to_represent_is_none_never_infinity() -> None:
+    assert exact_sum([1e308, 1e308]) is None  # fsum raises "intermediate overflow"
+    assert exact_sum([1.0, math.inf]) is None
+    assert exact_sum([0.1] * 10) == 1.0
+    assert exact_sum([]) == 0.0
+    nan = exact_sum([1.0, math.nan])
+    assert nan is not None and math.isnan(nan)
 
 
 def test_the_proportion_of_nothing_is_none_not_zero() -> None:

@@ -4,11 +4,15 @@ byte or number fails verification, named."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 
 import pytest
+from sqlalchemy import case, update
 
+from neens.store.db import Database
+from neens.store.models import ExperimentTrial
 from tests.exp.conftest import Project
 from tests.support.bundles import rehash, verify_py
 
@@ -122,3 +126,51 @@ def test_with_pyarrow_the_case_trials_are_also_written_as_parquet(project: Proje
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert "items.parquet" in {f["path"] for f in manifest["files"]}
     assert verify_py(bundle).returncode == 0
+
+
+def test_a_summed_cost_too_large_to_represent_is_null_and_flagged_never_infinity(
+    project: Project, database_url: str
+) -> None:
+    """Two priced case-trials of 1e308 USD (an imported file can hold them) sum past the largest
+    double: SQLite's SUM gives infinity, PostgreSQL's raises "out of range", math.fsum raises.
+    Every place that sums them says the cost is too large to represent, and the JSON stays
+    JSON (json.dumps would print `Infinity`)."""
+    [run] = [project.exp_json("run", "spec.json")["id"]]
+
+    async def overprice() -> None:
+        db = Database(database_url)
+        try:
+            async with db.write() as s:
+                await s.execute(
+                    update(ExperimentTrial)
+                    .where(ExperimentTrial.experiment_id == run)
+                    .values(cost_usd=case((ExperimentTrial.case_id.in_(["alpha", "beta"]), 1e308)))
+                )
+        finally:
+            await db.dispose()
+
+    asyncio.run(overprice())
+
+    listed = project.exp("list", "--json")
+    assert listed.code == 0, listed.err
+    [summary] = json.loads(listed.out, parse_constant=_refuse)["experiments"]
+    assert (summary["costUsd"], summary["costOverflow"], summary["pricedTrials"]) == (None, True, 2)
+    status = project.exp("status", run)
+    assert "cost so far too large to represent (2 unpriced)" in status.out, status.out
+
+    bundle = project.path / "bundle"
+    assert project.exp("export", run, "--out", str(bundle)).code == 0
+    decision = json.loads((bundle / "decision.json").read_text(), parse_constant=_refuse)
+    [exported] = decision["experiments"]
+    assert (exported["costUsd"], exported["costOverflow"]) == (None, True)
+    assert exported["costPerTrialUsd"] == 1e308  # the mean of two doubles is one
+    assert verify_py(bundle).returncode == 0
+    exported["costOverflow"] = False
+    (bundle / "decision.json").write_text(json.dumps(decision))
+    rehash(bundle, "decision.json")
+    wrong = verify_py(bundle)
+    assert wrong.returncode == 1 and f"experiments[{run}].costOverflow" in wrong.stderr
+
+
+def _refuse(constant: str) -> None:
+    raise AssertionError(f"not JSON: {constant}")

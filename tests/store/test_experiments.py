@@ -4,6 +4,7 @@ replacing its error row, and a failed write reported to every save in its batch.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 from sqlalchemy.exc import IntegrityError
@@ -127,3 +128,22 @@ async def test_a_sweep_run_made_twice_for_one_key_keeps_the_first_and_writes_not
     assert await get_experiment(db, "exp_second") is None  # one transaction: no orphan run
     # Another key is its own run.
     assert await create_sweep_run(db, "swp_1", SweepRunKey("t2", "race", 1), _experiment("exp_t2"))
+
+
+async def test_a_summed_cost_past_the_largest_double_is_none_on_both_databases(
+    db: Database,
+) -> None:
+    """SQLite's SUM would give infinity and PostgreSQL's raise "value out of range": costs at or
+    above HUGE_COST are summed in Python, the rest by SUM as before."""
+    costs = {"exp_A": [1e308, 1e308], "exp_B": [0.25, 0.5, 1e300], "exp_C": [0.25, 0.5, None]}
+    writer = TrialWriter(db)
+    for experiment_id, values in costs.items():
+        await create_experiment(db, _experiment(experiment_id))
+        for i, cost in enumerate(values):
+            await writer.save(experiment_id, replace(_trial(f"c{i}"), cost_usd=cost))
+
+    counts = await tally(db, list(costs))
+
+    assert (counts["exp_A"].cost_usd, counts["exp_A"].priced) == (None, 2)
+    assert counts["exp_B"].cost_usd == 0.75 + 1e300 and counts["exp_B"].priced == 3
+    assert (counts["exp_C"].cost_usd, counts["exp_C"].priced) == (0.75, 2)

@@ -4,7 +4,8 @@ experiment's decision, and what the bundle's verify.py recomputes.
 - Counts as `exp status` has them: case-trials saved, graded (with a grader verdict), passed,
   errored (infra or agent) and ungraded; the pass rate is passed over graded case-trials.
 - Cost: the sum and the mean over the priced case-trials only (`math.fsum`); None when none
-  is priced (unpriced is never free).
+  is priced (unpriced is never free), and a sum too large to represent is None too, flagged
+  as `cost_overflow`, never infinity.
 - The strict case rate: the cases that passed every graded trial, over the cases with at
   least one graded trial, with its 95% Wilson interval over cases (never over pooled trials).
 - pass^k for every k from 1 to the experiment's trials: the unbiased C(c,k)/C(n,k) averaged
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from neens.domain.pass_k import PassHatK, pass_hat_k
-from neens.domain.stats import Interval, mean, wilson_interval
+from neens.domain.stats import Interval, exact_sum, mean, wilson_interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +43,17 @@ class ExperimentSummary:
     ungraded: int
     priced: int
     cost_usd: float | None
+    """None when none is priced, or when the sum is too large to represent (`cost_overflow`)."""
     cost_per_trial_usd: float | None
     graded_cases: int
     cases_passed_every_trial: int
     strict_interval: Interval | None
     pass_hat_k: tuple[PassHatK, ...]
+
+    @property
+    def cost_overflow(self) -> bool:
+        """Some case-trials are priced, and their summed cost is too large to represent."""
+        return self.priced > 0 and self.cost_usd is None
 
     @property
     def pass_rate(self) -> float | None:
@@ -89,7 +96,7 @@ def summarize(trials: int, facts: Sequence[TrialFact]) -> ExperimentSummary:
         agent_errors=agent,
         ungraded=ungraded,
         priced=len(costs),
-        cost_usd=math.fsum(costs) if costs else None,
+        cost_usd=exact_sum(costs) if costs else None,
         cost_per_trial_usd=mean(costs),
         graded_cases=len(cases),
         cases_passed_every_trial=strict,

@@ -24,10 +24,29 @@ def mean(values: Iterable[float]) -> float | None:
     """The arithmetic mean x̄ = (x₁ + … + xₙ) / n, or None when n = 0.
 
     The sum is exactly rounded (`math.fsum`) before the one division, as `statistics.fmean`
-    computes it. A NaN among the values makes the mean NaN: it is not skipped.
+    computes it; only when that sum is too large for a double are the values scaled down by a
+    power of two first (exactly) and the mean scaled back.
+    A NaN among the values makes the mean NaN: it is not skipped.
     """
     known = list(values)
-    return math.fsum(known) / len(known) if known else None
+    if not known:
+        return None
+    try:
+        return math.fsum(known) / len(known)
+    except OverflowError:  # the sum is too large for a double; the mean of doubles never is
+        shift = len(known).bit_length()  # scaling by a power of two loses no digit
+        scaled = math.fsum(math.ldexp(x, -shift) for x in known) / len(known)
+        return math.ldexp(scaled, shift)
+
+
+def exact_sum(values: Iterable[float]) -> float | None:
+    """The exactly rounded sum (`math.fsum`), or None when it is too large to represent: an
+    infinity among the values, or a sum past the largest double (fsum raises there)."""
+    try:
+        total = math.fsum(values)
+    except OverflowError:
+        return None
+    return total if math.isfinite(total) or math.isnan(total) else None
 
 
 def proportion(hits: int, total: int) -> float | None:

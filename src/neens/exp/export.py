@@ -43,6 +43,7 @@ def summary_json(row: ExperimentRow, s: ExperimentSummary) -> dict[str, Any]:
         "ungraded": s.ungraded,
         "pricedTrials": s.priced,
         "costUsd": s.cost_usd,
+        "costOverflow": s.cost_overflow,
         "costPerTrialUsd": s.cost_per_trial_usd,
         "gradedCases": s.graded_cases,
         "casesPassedEveryTrial": s.cases_passed_every_trial,

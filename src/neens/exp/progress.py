@@ -7,6 +7,7 @@ case-trials, with how many could not be priced, never counting those as free.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -21,14 +22,17 @@ from rich.progress import (
 )
 
 
-def cost_text(cost_usd: float, priced: int, done: int) -> str:
-    """ "$0.0123", "$0.0123 (3 unpriced)", or "unpriced" when nothing could be priced."""
+def cost_text(cost_usd: float | None, priced: int, done: int) -> str:
+    """ "$0.0123", "$0.0123 (3 unpriced)", "unpriced" when nothing could be priced, or "too
+    large to represent" when the sum overflows (None or not finite): never "$inf"."""
     if done == 0:
         return "$0"
     if priced == 0:
         return "unpriced"
     unpriced = done - priced
     suffix = f" ({unpriced} unpriced)" if unpriced else ""
+    if cost_usd is None or not math.isfinite(cost_usd):
+        return f"too large to represent{suffix}"
     return f"${cost_usd:.4f}{suffix}"
 
 

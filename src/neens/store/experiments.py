@@ -4,6 +4,7 @@ them back, and the Neens dataset versions an experiment may run on."""
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -105,7 +106,8 @@ class Tally:
     agent_errors: int
     graded: int
     passed: int
-    cost_usd: float
+    cost_usd: float | None
+    """The priced case-trials' summed cost; None when the sum is too large to represent."""
     priced: int
     first_started_at: datetime | None
     last_finished_at: datetime | None
@@ -465,9 +467,15 @@ async def trials_of(db: Database, experiment_id: str, *, grades: bool = True) ->
     ]
 
 
+HUGE_COST = 1e300
+"""Costs at or above this are summed in Python: below it, no experiment's sum can overflow a
+double (it would take 10^8 case-trials), which on PostgreSQL is an error, not infinity."""
+
+
 async def tally(db: Database, experiment_ids: list[str]) -> dict[str, Tally]:
     """Each experiment's counts, in one query: what `exp list` and `exp status` show."""
     t = ExperimentTrial
+    huge = t.cost_usd >= HUGE_COST
     query = (
         select(
             t.experiment_id,
@@ -476,17 +484,27 @@ async def tally(db: Database, experiment_ids: list[str]) -> dict[str, Tally]:
             func.sum(case((t.error_kind == "agent", 1), else_=0)),
             func.count(t.passed),
             func.sum(case((t.passed.is_(True), 1), else_=0)),
-            func.coalesce(func.sum(t.cost_usd), 0.0),
+            func.coalesce(func.sum(case((huge, None), else_=t.cost_usd)), 0.0),
             func.count(t.cost_usd),
             func.min(t.started_at),
             func.max(t.finished_at),
             func.count(t.seq_passed_at),
+            func.sum(case((huge, 1), else_=0)),
         )
         .where(t.experiment_id.in_(experiment_ids))
         .group_by(t.experiment_id)
     )
     async with db.read() as s:
         rows = (await s.execute(query)).all()
+        costs = {row[0]: float(row[6] or 0.0) for row in rows}
+        with_huge = [row[0] for row in rows if row[11]]
+        if with_huge:
+            found_huge = await s.execute(
+                select(t.experiment_id, t.cost_usd).where(t.experiment_id.in_(with_huge), huge)
+            )
+            for experiment_id, cost in found_huge:
+                if cost is not None:
+                    costs[experiment_id] += cost
     found = {
         row[0]: Tally(
             done=row[1],
@@ -494,7 +512,7 @@ async def tally(db: Database, experiment_ids: list[str]) -> dict[str, Tally]:
             agent_errors=int(row[3] or 0),
             graded=row[4],
             passed=int(row[5] or 0),
-            cost_usd=float(row[6] or 0.0),
+            cost_usd=costs[row[0]] if math.isfinite(costs[row[0]]) else None,
             priced=row[7],
             first_started_at=row[8],
             last_finished_at=row[9],

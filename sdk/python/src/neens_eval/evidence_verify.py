@@ -157,7 +157,22 @@ def pass_hat_k(passed: int, attempts: int, k: int) -> float | None:
 
 
 def mean(values: list[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
+    if not values:
+        return None
+    try:
+        return math.fsum(values) / len(values)
+    except OverflowError:  # the sum is past the largest double; the mean never is
+        shift = len(values).bit_length()  # scaling by a power of two loses no digit
+        return math.ldexp(math.fsum(math.ldexp(x, -shift) for x in values) / len(values), shift)
+
+
+def exact_sum(values: list[float]) -> float | None:
+    """fsum, or None when the sum is too large to represent (the bundle's `costOverflow`)."""
+    try:
+        total = math.fsum(values)
+    except OverflowError:
+        return None
+    return total if math.isfinite(total) or math.isnan(total) else None
 
 
 def mcnemar_ceiling(n: int, q: float) -> float:
@@ -749,10 +764,10 @@ def _check_summary(
     )
     checks.equal(f"{where}.ungraded", side["ungraded"], summary.get("ungraded"))
     checks.equal(f"{where}.pricedTrials", len(side["costs"]), summary.get("pricedTrials"))
+    total = exact_sum(side["costs"]) if side["costs"] else None
+    checks.equal(f"{where}.costUsd", total, summary.get("costUsd"))
     checks.equal(
-        f"{where}.costUsd",
-        math.fsum(side["costs"]) if side["costs"] else None,
-        summary.get("costUsd"),
+        f"{where}.costOverflow", bool(side["costs"]) and total is None, summary.get("costOverflow")
     )
     checks.equal(f"{where}.costPerTrialUsd", mean(side["costs"]), summary.get("costPerTrialUsd"))
     graded_cases = [(p, g) for p, g in side["per_case"].values() if g]
