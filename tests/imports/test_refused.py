@@ -185,6 +185,11 @@ def test_a_name_with_a_control_character_is_refused(neens: Neens, tmp_path: Path
         "with --name",
     )
     _refused(neens("import", "promptfoo", str(path), "--name", "a\tb"), "--name: must not hold")
+    _refused(
+        neens("import", "promptfoo", str(path), "--name", "coloured"),
+        f"{path}: the run's model, '\\x1b[31mecho / {{{{reply}}}}', must not hold control "
+        "characters (U+001B at position 0): nothing was saved",
+    )
     _nothing_saved(neens)
 
 

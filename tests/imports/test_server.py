@@ -139,15 +139,16 @@ def test_a_run_the_server_would_refuse_makes_nothing_on_it(
     """Checked against the server's own schemas before anything is sent: no dataset is left
     behind for a run that was never stored."""
     body = json.loads((FIXTURES / "promptfoo_arith.json").read_text())
-    for result in body["results"]["results"]:  # a terminal colour code in the provider's label
-        result["provider"] = {"id": "echo", "label": "\x1b[31mecho\x1b[0m"}
-    bad = tmp_path / "coloured-label.json"
+    body["evalId"] = "e" * 501  # the tool's run id, past the server's 500 characters
+    for result in body["results"]["results"]:
+        result["evalId"] = body["evalId"]
+    bad = tmp_path / "long-run-id.json"
     bad.write_text(json.dumps(body))
-    done = neens("import", "promptfoo", str(bad), "--server", "--name", "coloured")
+    done = neens("import", "promptfoo", str(bad), "--server", "--name", "long run id")
     assert done.code == 2, done.err
     assert done.err.startswith(
-        "neens: error: the server would refuse this run, so nothing was sent: model: Value "
-        "error, must not hold control characters (U+001B at position 0)"
+        "neens: error: the server would refuse this run, so nothing was sent: source.run_id: "
+        "String should have at most 500 characters\n"
     ), done.err
     assert done.err.count("\n") == 1
     assert _get(server, "/datasets")["datasets"] == []

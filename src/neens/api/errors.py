@@ -22,8 +22,8 @@ from starlette.routing import Match
 
 from neens.api.access import access_refusal
 from neens.api.id_shapes import wrong_shape_refusal
-from neens.api.schemas.base import LocatedValueError
-from neens.domain.storable import safe_label, unstorable_text_reason
+from neens.api.schemas.base import LocatedValueError, error_message
+from neens.domain.storable import safe_label
 from neens.errors import NeensError
 
 HTTP_CODES = {
@@ -179,28 +179,8 @@ def _validation_message(err: dict[str, Any], path: str) -> str:
         return f"{path} is not a known field"
     if not path and kind in ("model_attributes_type", "model_type", "dict_type"):
         return "request body must be a JSON object"
-    ctx = err.get("ctx")
-    if kind == "value_error" and isinstance(ctx, dict) and "error" in ctx:
-        message = str(ctx["error"])  # our own validators' words, without pydantic's prefix
-    elif kind == "string_unicode":
-        # A lone surrogate in a constrained string, refused before our own check sees it (or,
-        # located at the object, in an unknown key of it).
-        message = unstorable_text_reason(err.get("input")) or str(err.get("msg", "is invalid"))
-    elif kind in ("too_short", "too_long") and isinstance(err.get("input"), str):
-        # A length check pydantic applied after a validator words it for any sized value.
-        message = _string_length_message(kind, ctx)
-    else:
-        message = str(err.get("msg", "is invalid"))
+    message = error_message(err)
     return f"{path}: {message}" if path else message
-
-
-def _string_length_message(kind: str, ctx: Any) -> str:
-    key = "min_length" if kind == "too_short" else "max_length"
-    bound = ctx.get(key) if isinstance(ctx, dict) else None
-    if not isinstance(bound, int):
-        return "String is too short" if kind == "too_short" else "String is too long"
-    side = "at least" if kind == "too_short" else "at most"
-    return f"String should have {side} {bound} character{'' if bound == 1 else 's'}"
 
 
 def _json_position_message(err: dict[str, Any], doc: Any) -> str:

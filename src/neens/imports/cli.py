@@ -100,10 +100,17 @@ def _server_client(args: argparse.Namespace) -> Any:
 
 def _check_names(args: argparse.Namespace, run: ImportedRun) -> None:
     """The experiment's name and, with --server, the new dataset's, refused (never cut) when
-    too long, before anything is saved."""
+    too long, before anything is saved; the run's model and task as the server's names are
+    (a control character in them, kept by --name, would reach every table that shows them)."""
+    from neens.domain.storable import name_problem
     from neens.imports.store import experiment_name
 
     name = experiment_name(run, Path(args.path), args.name)
+    for field, value in (("model", run.model), ("task", run.task)):
+        if value and (problem := name_problem(value)) is not None:
+            raise ConfigError(
+                f"{args.path}: the run's {field}, {ascii(value)}, {problem}: nothing was saved"
+            )
     if args.server and args.dataset_id is None and args.dataset_name is None:
         if len(name) > MAX_DATASET_NAME:
             raise ConfigError(

@@ -202,6 +202,7 @@ def check_locally(
     body, or the new dataset's name and items; nothing has been sent yet."""
     from pydantic import ValidationError
 
+    from neens.api.schemas.base import error_message
     from neens.api.schemas.datasets import DatasetCreate, VersionCreate
     from neens.api.schemas.preprod_import import PreprodImportCreate
 
@@ -221,7 +222,7 @@ def check_locally(
         error = exc.errors(include_url=False)[0]
         raise ConfigError(
             f"the server would refuse this run, so nothing was sent: {_where(error['loc'], cases)}"
-            f"{error['msg']}"
+            f"{error_message(error)}"
         ) from None
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
-from neens.domain.storable import name_problem, unstorable_problem
+from neens.domain.storable import name_problem, unstorable_problem, unstorable_text_reason
 
 
 class LocatedValueError(ValueError):
@@ -99,3 +100,25 @@ NameStr = Annotated[str, AfterValidator(_storable), AfterValidator(a_name)]
 """A name, label or model name: storable, not blank, no control characters."""
 
 StorableJson = Annotated[dict[str, Any], AfterValidator(_storable)]
+
+
+def error_message(err: Mapping[str, Any]) -> str:
+    """One pydantic error's message as an answer states it after the field's path: our own
+    validators' words without pydantic's "Value error, " prefix, and a string's length in
+    characters (pydantic words a length checked after a validator as "items")."""
+    kind = err.get("type")
+    ctx = err.get("ctx")
+    if kind == "value_error" and isinstance(ctx, dict) and "error" in ctx:
+        return str(ctx["error"])
+    if kind == "string_unicode":
+        # A lone surrogate in a constrained string, refused before our own check sees it (or,
+        # located at the object, in an unknown key of it).
+        return unstorable_text_reason(err.get("input")) or str(err.get("msg", "is invalid"))
+    if kind in ("too_short", "too_long") and isinstance(err.get("input"), str):
+        key = "min_length" if kind == "too_short" else "max_length"
+        bound = ctx.get(key) if isinstance(ctx, dict) else None
+        if not isinstance(bound, int):
+            return "String is too short" if kind == "too_short" else "String is too long"
+        side = "at least" if kind == "too_short" else "at most"
+        return f"String should have {side} {bound} character{'' if bound == 1 else 's'}"
+    return str(err.get("msg", "is invalid"))
