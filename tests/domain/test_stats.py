@@ -86,6 +86,7 @@ def test_the_mean_of_doubles_too_large_to_sum_is_their_exact_mean(values: list[f
 def test_a_sum_too_large_to_represent_is_none_never_infinity() -> None:
     assert exact_sum([1e308, 1e308]) is None  # fsum raises "intermediate overflow"
     assert exact_sum([1.0, math.inf]) is None
+    assert exact_sum([math.inf, -math.inf]) is None  # fsum raises ValueError here
     assert exact_sum([0.1] * 10) == 1.0
     assert exact_sum([]) == 0.0
     nan = exact_sum([1.0, math.nan])

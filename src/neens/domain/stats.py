@@ -44,7 +44,7 @@ def exact_sum(values: Iterable[float]) -> float | None:
     infinity among the values, or a sum past the largest double (fsum raises there)."""
     try:
         total = math.fsum(values)
-    except OverflowError:
+    except (OverflowError, ValueError):  # ValueError: both infinities, whose sum is no number
         return None
     return total if math.isfinite(total) or math.isnan(total) else None
 

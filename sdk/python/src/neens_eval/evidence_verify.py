@@ -170,7 +170,7 @@ def exact_sum(values: list[float]) -> float | None:
     """fsum, or None when the sum is too large to represent (the bundle's `costOverflow`)."""
     try:
         total = math.fsum(values)
-    except OverflowError:
+    except (OverflowError, ValueError):  # ValueError: both infinities, whose sum is no number
         return None
     return total if math.isfinite(total) or math.isnan(total) else None
 
