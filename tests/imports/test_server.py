@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from neens.store.keys import CreatedKey
+from tests.exp.conftest import saved_trials
 from tests.imports.conftest import FIXTURES, Result
 from tests.support.live import LiveServer
 
@@ -153,3 +154,28 @@ def test_a_run_the_server_would_refuse_makes_nothing_on_it(
     assert done.err.count("\n") == 1
     assert _get(server, "/datasets")["datasets"] == []
     assert _get(server, "/preprod-evals")["runs"] == []
+
+
+def test_an_error_longer_than_the_server_keeps_is_sent_cut_saying_so(
+    neens: Neens, server: httpx.Client, tmp_path: Any, database_url: str
+) -> None:
+    """A trial's error (a stack trace, say) past the server's 10,000 characters is sent as its
+    start and a note naming its whole length, never silently shortened; the local import keeps
+    it whole."""
+    body = json.loads((FIXTURES / "promptfoo_arith.json").read_text())
+    trace = "Traceback: " + "frame\n" * 3_000  # 18,011 characters
+    body["results"]["results"][0].update(success=False, failureReason=2, error=trace)
+    path = tmp_path / "long-error.json"
+    path.write_text(json.dumps(body))
+
+    done = neens("import", "promptfoo", str(path), "--server", "--json")
+
+    assert done.code == 0, done.err
+    sent = done.json()["server"]
+    items = _get(server, f"/preprod-evals/{sent['runId']}/items")["items"]
+    [error] = [t["error"] for item in items for t in item["trials"] if t["error"]]
+    note = " … [cut here: 18,011 characters in all; the local import keeps them all]"
+    assert len(error) == 10_000 and error.endswith(note)
+    assert trace.startswith(error.removesuffix(note))
+    [local] = [t.error for t in saved_trials(database_url, done.json()["id"]) if t.error]
+    assert local == trace

@@ -30,6 +30,7 @@ from neens.imports.trial import ImportedRun, Trial, text_of
 MAX_LISTED: Final = 100
 """The most `unknown` entries and warnings sent; the server keeps up to this many."""
 MAX_TEXT: Final = 10_000
+"""The server keeps a trial's error message up to this many characters (ImportTrialIn.error)."""
 
 
 def case_text(value: Any) -> str:
@@ -54,10 +55,19 @@ def _trial_body(t: Trial) -> dict[str, Any]:
         "output": t.output,
         "score": score,
         "passed": t.passed,
-        "error": (t.error or "")[:MAX_TEXT] or None,
+        "error": _error_text(t.error),
         "cost_usd": t.cost_usd,
         "latency_ms": t.latency_ms,
     }
+
+
+def _error_text(error: str | None) -> str | None:
+    """The trial's error, whole when the server keeps it whole, else its start with a note
+    saying it was cut and how long it is (the local import keeps it whole)."""
+    if not error or len(error) <= MAX_TEXT:
+        return error or None
+    note = f" … [cut here: {len(error):,} characters in all; the local import keeps them all]"
+    return error[: MAX_TEXT - len(note)] + note
 
 
 def _dataset_items(cases: Mapping[str, list[Trial]]) -> list[dict[str, Any]]:
