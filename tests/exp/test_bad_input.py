@@ -177,7 +177,13 @@ def test_no_grader_at_all_is_refused(project: Project) -> None:
     [
         ("--concurrency", "0", "argument --concurrency: 0 must be at least 1"),
         ("--trials", "two", "argument --trials: 'two' is not a whole number"),
+        ("--trials", "101", "argument --trials: 101 is above the most allowed, 100"),
         ("--retries", "-1", "argument --retries: -1 is negative"),
+        (
+            "--retries",
+            str(2**64),
+            f"argument --retries: {2**64} is too large (at most {2**63 - 1})",
+        ),
         ("--trial-timeout", "0", "argument --trial-timeout: 0 is not a positive number of seconds"),
         ("--trial-timeout", "inf", "argument --trial-timeout: 'inf' is not a finite number"),
     ],
@@ -222,3 +228,10 @@ def test_run_and_aa_share_one_definition_of_their_common_options() -> None:
     for dest in shared - {"seed", "spec"}:
         assert run[dest] == aa[dest], dest
     assert run["spec"][:3] == aa["spec"][:3] and run["spec"][3] == "?"
+
+
+def test_the_largest_limit_a_flag_takes_is_one_the_database_can_read(project: Project) -> None:
+    """2**63 - 1 is the most `count` takes: above it SQLite's driver raised OverflowError."""
+    assert project.exp_json("list", "--limit", str(2**63 - 1))["experiments"] == []
+    too_large = project.exp("list", "--limit", str(2**63))
+    assert too_large.code == 2 and "is too large" in too_large.err

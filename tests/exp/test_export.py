@@ -111,6 +111,11 @@ def test_one_experiment_exports_alone_and_bad_input_is_refused(project: Project)
     unknown = project.exp("export", "nope", "--out", str(project.path / "x"))
     assert unknown.code == 2 and "no such experiment" in unknown.err
     assert not (project.path / "x").exists(), "nothing half-written"
+    unwritable = project.exp("export", a, "--out", "/proc/neens-bundle")  # no directory made there
+    assert unwritable.code == 2 and "Traceback" not in unwritable.err
+    assert unwritable.err.startswith(
+        "neens: error: --out /proc/neens-bundle: cannot write in /proc"
+    )
 
 
 def test_with_pyarrow_the_case_trials_are_also_written_as_parquet(project: Project) -> None:

@@ -17,7 +17,7 @@ from neens_eval.arg_types import count, number, positive_int, seconds
 
 from neens.exp.ab_cli import add_ab_options, run_ab, uses_arms
 from neens.exp.export_cli import register_export
-from neens.exp.flags import concurrency, named, seed
+from neens.exp.flags import concurrency, named, seed, trials
 from neens.exp.matrix_args import add_matrix_options, refuse_matrix_flags
 from neens.exp.metrics_cli import register_metrics
 from neens.exp.plateau_cli import add_series_options, register_plateau
@@ -75,9 +75,7 @@ def _add_run_options(
         default=[],
         help='add a grader, e.g. -g \'{"kind": "exact"}\' (repeatable)',
     )
-    parser.add_argument(
-        "--trials", type=positive_int, help="runs of each case (default: the spec's)"
-    )
+    parser.add_argument("--trials", type=trials, help="runs of each case (default: the spec's)")
     parser.add_argument("--concurrency", type=concurrency, default=8, help=concurrency_help)
     resume = parser.add_argument_group("resume and retries")
     resume.add_argument("--resume", nargs="?", const="", metavar="EXP", help=resume_help)

@@ -11,6 +11,8 @@ from typing import Final
 
 from neens_eval.arg_types import count, positive_int
 
+from neens.exp.spec import MAX_TRIALS
+
 MAX_CONCURRENCY: Final = 1000
 """The most case-trials (or calls) `--concurrency` may keep in flight at once."""
 
@@ -18,6 +20,15 @@ MAX_CONCURRENCY: Final = 1000
 def seed(text: str) -> int:
     """A random seed: a whole number, 0 or more (numpy's generators take no negative seed)."""
     return count(text)
+
+
+def trials(text: str) -> int:
+    """A whole number from 1 to `MAX_TRIALS`, as a spec's `trials` (a larger --trials planned
+    that many case-trials in memory before running any)."""
+    value = positive_int(text)
+    if value > MAX_TRIALS:
+        raise argparse.ArgumentTypeError(f"{text} is above the most allowed, {MAX_TRIALS}")
+    return value
 
 
 def concurrency(text: str) -> int:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from neens_eval.arg_types import count, fraction, positive_int, seconds
 
-from neens.exp.flags import concurrency, named, seed
+from neens.exp.flags import concurrency, named, seed, trials
 
 if TYPE_CHECKING:
     from neens.exp.sweep import SweepOutcome
@@ -62,9 +62,7 @@ def register(commands: Any, common: Callable[[argparse.ArgumentParser], None]) -
         metavar="N",
         help="case runs the race may make (held-out and guard runs are extra); required",
     )
-    sweep.add_argument(
-        "--trials", type=positive_int, help="runs of each case (default: the specs')"
-    )
+    sweep.add_argument("--trials", type=trials, help="runs of each case (default: the specs')")
     sweep.add_argument(
         "--seed",
         type=seed,

@@ -35,14 +35,21 @@ def seconds(text: str) -> float:
     return value
 
 
+MAX_COUNT = 2**63 - 1
+"""The largest count a flag takes: what a database can store and compare (a larger one made
+SQLite's driver raise "Python int too large to convert to SQLite INTEGER")."""
+
+
 def count(text: str) -> int:
-    """A whole number, 0 or more."""
+    """A whole number, 0 or more, at most `MAX_COUNT`."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is negative")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{text} is too large (at most {MAX_COUNT})")
     return value
 
 

@@ -113,7 +113,10 @@ def write_bundle(
         from neens_eval.evidence_sign import sign_statement
 
         envelope = sign_statement({**everything, MANIFEST: manifest_data}, manifest, sign_key)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as exc:  # a directory that cannot be written (read-only, /proc, no space)
+        raise ConfigError(f"--out {out}: cannot write in {out.parent}: {exc.strerror}") from None
     try:
         for name, data in everything.items():
             (staging / name).write_bytes(data)
