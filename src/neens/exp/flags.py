@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from neens_eval.arg_types import count, positive_int
+from neens_eval.arg_types import positive_int, whole_number
 
 from neens.exp.spec import MAX_TRIALS
 
@@ -18,8 +18,9 @@ MAX_CONCURRENCY: Final = 1000
 
 
 def seed(text: str) -> int:
-    """A random seed: a whole number, 0 or more (numpy's generators take no negative seed)."""
-    return count(text)
+    """A random seed: a whole number, 0 or more (numpy's generators take no negative seed), of
+    any size: `exp compare` prints a 64-bit one, past what `count` takes."""
+    return whole_number(text)
 
 
 def trials(text: str) -> int:

@@ -40,14 +40,20 @@ MAX_COUNT = 2**63 - 1
 SQLite's driver raise "Python int too large to convert to SQLite INTEGER")."""
 
 
-def count(text: str) -> int:
-    """A whole number, 0 or more, at most `MAX_COUNT`."""
+def whole_number(text: str) -> int:
+    """A whole number, 0 or more, however large (a seed: a 64-bit hash is printed as one)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
+def count(text: str) -> int:
+    """A whole number, 0 or more, at most `MAX_COUNT`."""
+    value = whole_number(text)
     if value > MAX_COUNT:
         raise argparse.ArgumentTypeError(f"{text} is too large (at most {MAX_COUNT})")
     return value
