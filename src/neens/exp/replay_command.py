@@ -181,7 +181,7 @@ async def _command(
                     "id": i,
                     "vary": arm.shown,
                     "costUsd": costs[i].cost_usd if costs[i].priced else None,
-                    "costOverflow": bool(costs[i].priced) and costs[i].cost_usd is None,
+                    "costOverflow": costs[i].cost_overflow,
                     "pricedCalls": costs[i].priced,
                     "calls": costs[i].done,
                 }

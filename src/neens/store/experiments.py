@@ -114,6 +114,11 @@ class Tally:
     seq_passed: int = 0
     """Case-trials that passed within their --seq attempts."""
 
+    @property
+    def cost_overflow(self) -> bool:
+        """Some case-trials are priced, and their summed cost is too large to represent."""
+        return self.priced > 0 and self.cost_usd is None
+
 
 def _row(e: Experiment) -> ExperimentRow:
     return ExperimentRow(
