@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import (
 
 from neens.secrets import SecretBox, SecretKeyError
 from neens.store.types import json_dumps
+from neens.store.wal_checkpoint import BACKSTOP_PAGES, Checkpointer
 
 SQLITE_JOURNAL_MODE = "WAL"
 """Readers never block the writer and the writer never blocks readers."""
@@ -112,6 +113,11 @@ def _make_sync_sqlite_engine(url: str) -> Engine:
         json_serializer=json_dumps,
     )
     _set_sqlite_pragmas(engine, foreign_keys=True)
+
+    @event.listens_for(engine, "connect")
+    def _leave_checkpoints_to_the_checkpointer(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}").fetchall()
+
     return engine
 
 
@@ -142,6 +148,7 @@ class Database:
         self._memo: dict[tuple[str, str], tuple[float, Any]] = {}
         self._sync_engine: Engine | None = None
         self._sync_thread: ThreadPoolExecutor | None = None
+        self._checkpointer: Checkpointer | None = None
         self._secrets: SecretBox | None = None
         database = make_url(normalize_url(url)).database
         if self.dialect == "sqlite" and database and database != ":memory:":
@@ -149,6 +156,7 @@ class Database:
             # see it, so `run_write` keeps to the async engine there.)
             self._sync_engine = _make_sync_sqlite_engine(url)
             self._sync_thread = ThreadPoolExecutor(1, thread_name_prefix="neens-sqlite-write")
+            self._checkpointer = Checkpointer(database, SQLITE_BUSY_TIMEOUT_MS)
 
     @property
     def secrets(self) -> SecretBox:
@@ -233,7 +241,8 @@ class Database:
         connection, holding the same write lock as `write()`: aiosqlite hops to its thread and
         back for every cursor, execute, fetch, close, commit and pool reset, and those hops cost
         more than the statements; here the whole transaction is one hop. If the caller is
-        cancelled, the lock is kept until the thread has finished the transaction.
+        cancelled, the lock is kept until the thread has finished the transaction. That thread's
+        connection leaves checkpoints to a thread of their own (`store.wal_checkpoint`).
         """
         if self._sync_thread is None or self._sync_engine is None or self._write_lock is None:
             async with self._write_lock or contextlib.nullcontext():
@@ -244,11 +253,15 @@ class Database:
                         await conn.exec_driver_sql(SQLITE_BEGIN_WRITE)
                     return await conn.run_sync(work)
         engine = self._sync_engine
+        checkpointer = self._checkpointer
 
         def transaction() -> T:
             with engine.begin() as conn:
                 conn.exec_driver_sql(SQLITE_BEGIN_WRITE)
-                return work(conn)
+                result = work(conn)
+            if checkpointer is not None:
+                checkpointer.after_commit()
+            return result
 
         async with self._write_lock:
             if prepare is not None:
@@ -268,6 +281,8 @@ class Database:
             )
             self._sync_thread.shutdown(wait=True)
             self._sync_thread = None
+        if self._checkpointer is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._checkpointer.close)
 
 
 _SQLITE_UNIQUE_FAILED = "UNIQUE constraint failed: "
