@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -98,14 +99,30 @@ async def test_dispose_waits_for_the_checkpoint_and_closes_its_thread(
     assert not any(t.name.startswith("neens-sqlite-checkpoint") for t in threading.enumerate())
 
 
-def test_a_checkpoint_that_cannot_run_is_logged_not_raised(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_a_checkpoint_that_cannot_run_is_logged_once_not_raised(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checkpointer = Checkpointer(str(tmp_path / "missing" / "neens.db"), 100)
+    """A database file that is missing for a while (in a directory whose name a URI would
+    misread): the first failure is logged, its repeats are not, and the recovery is."""
+    monkeypatch.setattr(wal_checkpoint, "MIN_INTERVAL_S", 0.0)
+    where = tmp_path / "later ? # %"
+    checkpointer = Checkpointer(str(where / "neens.db"), 100)
     with caplog.at_level(logging.WARNING, logger="neens.store"):
+        for _ in range(3):
+            checkpointer.after_commit()
+            checkpointer.wait()
+        assert checkpointer.checkpoints == 0
+        where.mkdir()
+        checkpointer.after_commit()
+        checkpointer.wait()
+        assert not (where / "neens.db").exists()  # not made by the checkpointer
+        sqlite3.connect(where / "neens.db").close()
         checkpointer.after_commit()
         checkpointer.wait()
     checkpointer.close()
-    assert checkpointer.checkpoints == 0
-    assert "background checkpoint of" in caplog.text
-    assert "unable to open database file" in caplog.text
+    assert checkpointer.checkpoints == 1
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2, messages
+    assert "unable to open database file" in messages[0]
+    assert f"once the log holds {BACKSTOP_PAGES} pages" in messages[0]
+    assert messages[1].endswith("run again")

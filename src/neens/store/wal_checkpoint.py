@@ -23,6 +23,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Final
+from urllib.parse import quote
 
 log = logging.getLogger("neens.store")
 
@@ -50,6 +51,8 @@ class Checkpointer:
         self._last_start = float("-inf")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        self._failing = False
+        """The last checkpoint failed: the next failures are not logged again until one runs."""
 
     def after_commit(self) -> None:
         """Start a checkpoint unless one is running or one started less than `MIN_INTERVAL_S`
@@ -69,19 +72,33 @@ class Checkpointer:
         try:
             if self._conn is None:
                 # No transaction is ever opened on this connection: the checkpoint pragma
-                # runs outside one, and the connection reads nothing.
+                # runs outside one, and the connection reads nothing. `mode=rw`: a database
+                # file that is gone is not made again, empty, by its checkpointer.
                 self._conn = sqlite3.connect(
-                    self.path,
+                    f"file:{quote(self.path)}?mode=rw",
+                    uri=True,
                     timeout=self.busy_timeout_ms / 1000,
                     isolation_level=None,
                     check_same_thread=False,
                 )
             self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            self.checkpoints += 1
         except sqlite3.Error as exc:
             # A checkpoint that could not run now is run later (the next one, or the writer's
-            # backstop); nothing written depends on it.
-            log.warning("background checkpoint of %s failed: %s", self.path, exc)
+            # backstop); nothing written depends on it. Logged once, not five times a second.
+            if not self._failing:
+                log.warning(
+                    "background checkpoint of %s failed: %s (the writer checkpoints itself "
+                    "once the log holds %d pages; not logged again until a checkpoint runs)",
+                    self.path,
+                    exc,
+                    BACKSTOP_PAGES,
+                )
+            self._failing = True
+            return
+        self.checkpoints += 1
+        if self._failing:
+            log.warning("background checkpoints of %s run again", self.path)
+            self._failing = False
 
     def wait(self) -> None:
         """Until the checkpoint running now, if any, has finished."""
