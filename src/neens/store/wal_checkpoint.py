@@ -2,12 +2,13 @@
 
 In WAL mode each commit appends the pages it changed to the log, and a checkpoint copies them
 back into the database file. By default the committing connection checkpoints itself once the
-log holds 1,000 pages, inside its commit: on the span writer that was two of every three
-commits' time (copying the pages, then two fsyncs), during which no other batch could be
-written. The span writer's connections instead leave the checkpoint to `Checkpointer`, which runs
-SQLite's PASSIVE checkpoint on its own thread and connection while the writer goes on: it
-never takes the write lock, and copies only what readers no longer need, exactly as the
-automatic one does. Durability is unchanged: a commit is in the log either way.
+log holds 1,000 pages, inside the commit that crossed it: in span ingest that was about two
+thirds of the writer's time spent committing (copying the pages, then two fsyncs), during which
+no other batch could be written. The span writer's connections instead leave the checkpoint
+to `Checkpointer`, which runs SQLite's PASSIVE checkpoint on its own thread and connection
+while the writer goes on: it never takes the write lock, and copies only what readers no
+longer need, exactly as the automatic one does. Durability is unchanged: a commit is in the
+log either way.
 
 The writer's own automatic checkpoint is not turned off but set to `BACKSTOP_PAGES`: should the
 background checkpoint fall behind (the writer appending as fast as it copies, so the log never
