@@ -5,10 +5,7 @@ during checkpoints; the file must come out whole and take writes again."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +18,7 @@ from neens.store.db import Database
 from neens.store.keys import create_key
 from tests.support.live import free_port
 from tests.support.otlp import agent_trace, export_request
+from tests.support.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -40,26 +38,6 @@ def _body(padding: int) -> tuple[list[str], bytes]:
     return trace_ids, export_request(spans).SerializeToString()
 
 
-def _serve(database_url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "neens_eval", "serve", "--port", str(port),
-             "--database-url", database_url, "--log-level", "warning"],
-            env={**os.environ, "NEENS_WORKERS_IN_PROCESS": "false"}, stdout=out, stderr=out,
-        )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            pass
-        assert process.poll() is None, log.read_text(errors="replace")
-        time.sleep(0.1)
-    process.kill()
-    raise AssertionError("neens serve did not start: " + log.read_text(errors="replace"))
-
-
 @pytest.mark.parametrize("dialect", ["sqlite"])
 async def test_a_server_killed_mid_ingest_keeps_every_span_it_acknowledged(
     database_url: str, tmp_path: Path
@@ -67,15 +45,15 @@ async def test_a_server_killed_mid_ingest_keeps_every_span_it_acknowledged(
     db = Database(database_url)
     key = await create_key(db, company="Acme", project="Support agent", role="ingest")
     await db.dispose()
-    port = free_port()
-    server = _serve(database_url, port, tmp_path / "serve.log")
+    server = ServerProcess(database_url, free_port(), tmp_path / "serve.log")
+    server.start()
     acknowledged: list[str] = []
     lock = threading.Lock()
     stop = threading.Event()
 
     def send(worker: int) -> None:
         headers = {"Authorization": f"Bearer {key.key}", "Content-Type": "application/x-protobuf"}
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers) as client:
+        with httpx.Client(base_url=server.url, headers=headers) as client:
             while not stop.is_set():
                 trace_ids, body = _body(padding=2_000 + worker)
                 try:
@@ -95,15 +73,13 @@ async def test_a_server_killed_mid_ingest_keeps_every_span_it_acknowledged(
                 assert time.monotonic() < deadline, "ingest too slow to reach the kill"
                 assert not any(s.done() for s in senders), [s.result() for s in senders]
                 time.sleep(0.02)
-            server.kill()  # SIGKILL, requests in flight
-            server.wait(timeout=10)
+            server.kill()  # requests in flight
             stop.set()
             for sender in senders:
                 sender.result()
     finally:
         stop.set()
-        if server.poll() is None:
-            server.kill()
+        server.stop()
 
     path = database_url.split(":///", 1)[1]
     with sqlite3.connect(path) as conn:
@@ -119,13 +95,11 @@ async def test_a_server_killed_mid_ingest_keeps_every_span_it_acknowledged(
     assert stored_spans == len(acknowledged) * SPANS_PER_TRACE
 
     # The file takes writes again: a restarted server stores and answers a new trace.
-    server = _serve(database_url, port, tmp_path / "serve-again.log")
+    server.start()
     try:
         trace_ids, body = _body(padding=10)
         headers = {"Authorization": f"Bearer {key.key}", "Content-Type": "application/x-protobuf"}
-        response = httpx.post(
-            f"http://127.0.0.1:{port}/v1/traces", content=body, headers=headers, timeout=30
-        )
+        response = httpx.post(f"{server.url}/v1/traces", content=body, headers=headers, timeout=30)
         assert response.status_code == 200 and response.content == b""
         with sqlite3.connect(path) as conn:
             (count,) = conn.execute(
@@ -133,5 +107,4 @@ async def test_a_server_killed_mid_ingest_keeps_every_span_it_acknowledged(
             ).fetchone()
         assert count == 1
     finally:
-        server.terminate()
-        server.wait(timeout=20)
+        server.stop()

@@ -112,16 +112,14 @@ def _make_sync_sqlite_engine(url: str) -> Engine:
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
         json_serializer=json_dumps,
     )
-    _set_sqlite_pragmas(engine, foreign_keys=True)
-
-    @event.listens_for(engine, "connect")
-    def _leave_checkpoints_to_the_checkpointer(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}").fetchall()
-
+    # Checkpoints are left to `Checkpointer`; the writer's own is only the backstop.
+    _set_sqlite_pragmas(engine, foreign_keys=True, wal_autocheckpoint=BACKSTOP_PAGES)
     return engine
 
 
-def _set_sqlite_pragmas(engine: Engine, *, foreign_keys: bool) -> None:
+def _set_sqlite_pragmas(
+    engine: Engine, *, foreign_keys: bool, wal_autocheckpoint: int | None = None
+) -> None:
     @event.listens_for(engine, "connect")
     def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
@@ -130,6 +128,8 @@ def _set_sqlite_pragmas(engine: Engine, *, foreign_keys: bool) -> None:
         cursor.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
         # Off only while migrating: SQLite rebuilds tables to alter them.
         cursor.execute(f"PRAGMA foreign_keys={'ON' if foreign_keys else 'OFF'}")
+        if wal_autocheckpoint is not None:
+            cursor.execute(f"PRAGMA wal_autocheckpoint={wal_autocheckpoint}")
         cursor.close()
 
 
