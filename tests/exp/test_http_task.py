@@ -115,6 +115,32 @@ def test_an_endpoint_too_slow_for_the_task_timeout_is_an_agent_error(
     assert trial.error == "no complete answer within 0.3 s (timeout)"
 
 
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        # JSON escapes, as an endpoint sends them: a NUL, and a lone surrogate (no UTF-8 can hold)
+        (b'{"output": "a\\u0000b"}', "the answer contains a NUL character (\\x00) at offset 1"),
+        (
+            b'{"output": "a\\ud800b"}',
+            "the answer contains a lone surrogate (\\ud800) at offset 1",
+        ),
+    ],
+    ids=["nul", "lone-surrogate"],
+)
+def test_an_answer_no_store_can_hold_is_an_agent_error_and_the_run_goes_on(
+    project: Project, database_url: str, body: bytes, reason: str
+) -> None:
+    reply = Reply(200, body, headers={"content-type": "application/json"})
+    with serve(Fixed(reply, path="/bad")) as server:
+        _http(project, server.url("/bad"))
+        run = project.exp_json("run", "spec.json", "--retries", "3")
+    assert (run["graded"], run["errors"]) == (0, {"infra": 0, "agent": 4})
+    trials = _trials(database_url, run["id"])
+    assert {(t.error_kind, t.error, t.attempts, t.output) for t in trials.values()} == {
+        ("agent", reason, 1, None)
+    }
+
+
 def test_the_trial_timeout_caps_the_retries(project: Project, database_url: str) -> None:
     with serve(server_error(path="/500")) as server:
         _http(project, server.url("/500"))

@@ -208,3 +208,18 @@ def test_an_answer_that_is_not_utf8_is_an_agent_error_naming_the_byte(
     assert {(t.status, t.output, t.error) for t in saved} == {
         ("error", None, "the answer is not UTF-8 text (byte 0xe9 at offset 3 of standard output)")
     }
+
+
+def test_an_answer_holding_a_nul_is_an_agent_error_naming_its_offset(
+    project: Project, database_url: str
+) -> None:
+    (project.path / "nul.py").write_text(
+        "import sys\nsys.stdout.write('ok\\x00' + sys.stdin.read().upper())\n"
+    )
+    project.write_spec(task={"kind": "command", "command": f"{sys.executable} nul.py"})
+    done = project.exp_json("run", "spec.json")
+    assert done["errors"] == {"infra": 0, "agent": 4} and done["graded"] == 0
+    saved = saved_trials(database_url, done["id"])
+    assert {(t.status, t.output, t.error) for t in saved} == {
+        ("error", None, "the answer contains a NUL character (\\x00) at offset 2")
+    }

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
+from neens.domain.storable import unstorable_text_reason
 from neens.exp.datasets import Case
 from neens.exp.spec import CommandTask, HttpTask
 
@@ -149,8 +150,8 @@ async def run_command(
             "agent",
             latency_ms,
         )
-    if "\x00" in answer:
-        return Attempt(None, "the answer contains a NUL character", "agent", latency_ms)
+    if (reason := unstorable_text_reason(answer)) is not None:
+        return Attempt(None, f"the answer {reason}", "agent", latency_ms)
     return Attempt(answer, latency_ms=latency_ms)
 
 
@@ -203,6 +204,10 @@ async def run_http(
             exc.status is not None and (exc.status == 429 or exc.status >= 500)
         )
         return Attempt(None, exc.reason, "infra" if infra else "agent", latency_ms)
+    if (reason := unstorable_text_reason(reply.answer)) is not None:
+        # A NUL or a lone surrogate cannot be stored (or graded as the agent sent it): the
+        # endpoint's answer is unusable, as the same answer from a command task is.
+        return Attempt(None, f"the answer {reason}", "agent", reply.latency_ms)
     return Attempt(reply.answer, latency_ms=reply.latency_ms, cost_usd=_cost(reply))
 
 
