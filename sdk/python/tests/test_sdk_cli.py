@@ -147,6 +147,38 @@ def test_a_misspelt_flag_is_named_under_the_usage_of_its_command(
     assert lines[-1] == error
 
 
+NOT_UTF8 = os.fsdecode(b"bad\xff")
+"""What Python makes of the bytes `bad\\xff` on the command line: a lone surrogate for 0xff."""
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["datasets", "push", "a.jsonl", "--name", NOT_UTF8],
+         "neens datasets push: error: argument --name: "),
+        (["eval", "push", "--dataset", "d", "--version-label", NOT_UTF8,
+          "--agent-connection", "conn_1"],
+         "neens eval push: error: argument --version-label: "),
+        (["sweep", "get", NOT_UTF8], "neens sweep get: error: argument SWEEP_ID: "),
+        (["eval", "run", "--create", "--dataset", "d", "--version-label", "v", "--", NOT_UTF8],
+         "neens eval run: error: argument COMMAND: "),
+    ],
+)  # fmt: skip
+def test_an_argument_that_is_not_utf8_is_a_usage_error_naming_it(
+    capsys: pytest.CaptureFixture[str], args: list[str], error: str
+) -> None:
+    assert cli.main(args) == 2
+
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == error + "'bad\\xff' is not UTF-8 text (byte 0xff at offset 3); give it as UTF-8"
+
+
+def test_a_file_path_may_be_any_bytes_a_file_system_name_can_hold() -> None:
+    path = os.fsdecode(b"caf\xe9.jsonl")
+    args = cli.build_parser().parse_args(["datasets", "push", path, "--name", "n"])
+    assert args.file == Path(path)
+
+
 def test_no_parser_takes_an_abbreviated_flag() -> None:
     parsers = [cli.build_parser()]
     seen = 0

@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import Any, NoReturn, TypeAlias
 
 from neens_eval import __version__, datasets, eval_run, sweep, verify_cli
@@ -86,6 +87,19 @@ class Parser(argparse.ArgumentParser):
             self.error(f"unrecognized arguments: {' '.join(unknown)}{self._did_you_mean(unknown)}")
         return parsed, extras
 
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        """Refuse an argument that is not UTF-8 text before it becomes a name, a label or a
+        request, none of which could carry it. Python hands such bytes over as lone surrogates
+        (`\\udcff` for the byte 0xff); only a file path (`type=Path`) may hold them, as a file
+        system name can, and a command's own arguments are checked by that command's parser."""
+        if (
+            action.type is not Path
+            and not isinstance(action, argparse._SubParsersAction)
+            and (problem := _not_utf8(arg_string)) is not None
+        ):
+            raise argparse.ArgumentError(action, problem)
+        return super()._get_value(action, arg_string)  # type: ignore[misc]
+
     def error(self, message: str) -> NoReturn:
         unknown = self._unknown_flags()
         if unknown and not message.startswith("unrecognized arguments"):
@@ -120,6 +134,19 @@ class Parser(argparse.ArgumentParser):
         flags = [flag for flag in self._option_string_actions if flag.startswith("--")]
         close = difflib.get_close_matches(unknown[0].split("=", 1)[0], flags, n=1)
         return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _not_utf8(arg: str) -> str | None:
+    """Why `arg` (as Python received it from the command line) is not UTF-8 text, or None."""
+    raw = os.fsencode(arg)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (
+            f"'{raw.decode('utf-8', 'backslashreplace')}' is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+            f"{exc.start}); give it as UTF-8"
+        )
+    return None
 
 
 def _build(*, with_plugins: bool) -> tuple[argparse.ArgumentParser, Subparsers]:
