@@ -142,6 +142,28 @@ async def test_an_exported_sweep_verifies_offline_and_any_changed_byte_or_number
     assert "decision.arms[mini].wilsonLow" in wrong.stderr
     assert "decision.verdict.savingsUsd" in wrong.stderr
 
+    # A row that gives a key twice (a reader keeping the first value and one keeping the last
+    # would count different verdicts), manifest forged to match: the bundle cannot be read.
+    (bundle / "decision.json").write_text(json.dumps(comparison))
+    rehash(bundle, "decision.json")
+    lines = original.decode().splitlines()
+    lines[1] = lines[1][:-1] + ', "passed": false}'
+    (bundle / "items.jsonl").write_text("".join(line + "\n" for line in lines))
+    rehash(bundle, "items.jsonl")
+    twice = verify_py(bundle)
+    assert twice.returncode == 2
+    assert "items.jsonl line 2: the key 'passed' is given twice in one object" in twice.stderr
+    (bundle / "items.jsonl").write_bytes(original)
+    rehash(bundle, "items.jsonl")
+    assert verify_py(bundle).returncode == 0
+
+    # A file the manifest lists, gone: a mismatch naming it (exit 1), as docs/evidence.md says.
+    (bundle / "cases.jsonl").rename(tmp_path / "cases.jsonl")
+    missing = verify_py(bundle)
+    assert missing.returncode == 1
+    assert "cases.jsonl: listed in manifest.json, missing from the bundle" in missing.stderr
+    (tmp_path / "cases.jsonl").rename(bundle / "cases.jsonl")
+
     # An out directory that is not empty is refused before anything is read.
     assert _export(monkeypatch, sweep["id"], comparison, evidence, bundle) == 2
 

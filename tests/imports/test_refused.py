@@ -47,6 +47,15 @@ def _nothing_saved(neens: Neens) -> None:
         ({"response": {"output": "4\u0000x"}}, ["result 1: response.output", "NUL"]),
         ({"latencyMs": -3}, ["result 1: latencyMs: -3.0 is negative, and a latency cannot be"]),
         ({"cost": -0.5}, ["result 1: cost: -0.5 is negative, and a cost cannot be"]),
+        # a value of the wrong type is not "not recorded": refused, never read as missing
+        ({"cost": "0.5"}, ['result 1: cost: expected a number, got string "0.5"']),
+        ({"latencyMs": "fast"}, ['result 1: latencyMs: expected a number, got string "fast"']),
+        ({"latencyMs": True}, ["result 1: latencyMs: expected a number, got boolean true"]),
+        ({"success": "yes"}, ['result 1: success: expected true or false, got string "yes"']),
+        (
+            {"tokenUsage": {"prompt": 1.5, "completion": 2}},
+            ["result 1: tokenUsage.prompt: expected a whole number, got number 1.5"],
+        ),
     ],
 )
 def test_promptfoo_unstorable_values_are_refused(

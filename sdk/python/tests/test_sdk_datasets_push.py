@@ -82,6 +82,13 @@ def test_items_are_read_exactly_as_written(tmp_path: Path) -> None:
             'unknown key "expected_ouput" (did you mean "expected_output"?)',
         ),
         ('{"input": "a", "tags": []}', 'unknown key "tags"; the keys are "input"'),
+        (
+            '{"input": "first", "input": "second"}',
+            "the key 'input' is given twice in one object; give each key once",
+        ),
+        ('{"input": "a", "metadata": {"k": 1, "k": 2}}', "the key 'k' is given twice"),
+        # cut short at the line break: the column is the line's end, not the next line's start
+        ('{"input": ', "not valid JSON (Expecting value at column 11)"),
     ],
 )
 def test_a_bad_line_is_reported_with_file_and_line_number(

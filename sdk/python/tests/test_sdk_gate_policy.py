@@ -187,6 +187,39 @@ def test_nan_is_refused_in_a_json_policy(tmp_path: Path) -> None:
         load_policy(path)
 
 
+def test_a_key_given_twice_is_refused_rather_than_the_last_one_kept(tmp_path: Path) -> None:
+    """The second `rules` would otherwise silently drop the first one's blocking rule."""
+    pytest.importorskip("yaml")
+    rule = '{"metric": "toxicity", "min_avg": 0.9}'
+    cases = {
+        "policy.json": f'{{"rules": [{rule}], "rules": []}}',
+        "rule.json": '{"rules": [{"metric": "toxicity", "metric": "Primary Score", "min_avg": 1}]}',
+        "policy.yaml": "rules:\n  - metric: toxicity\n    min_avg: 0.9\nrules: []\n",
+        "rule.yaml": "rules:\n  - metric: toxicity\n    min_avg: 0.9\n    min_avg: 0.1\n",
+    }
+    messages = {
+        "policy.json": "the key 'rules' is given twice in one object; give each key once",
+        "rule.json": "the key 'metric' is given twice in one object; give each key once",
+        "policy.yaml": "the key 'rules' is given twice in one mapping (lines 1 and 4); give "
+        "each key once",
+        "rule.yaml": "the key 'min_avg' is given twice in one mapping (lines 3 and 4); give "
+        "each key once",
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ConfigError) as raised:
+            load_policy(path)
+        assert str(raised.value) == f"gate policy {path}: {messages[name]}"
+        assert raised.value.exit_code == 2
+    merged = tmp_path / "merged.yaml"
+    merged.write_text(
+        "base: &base {metric: toxicity, min_avg: 0.9}\nrules:\n  - <<: *base\n", encoding="utf-8"
+    )
+    with pytest.raises(ConfigError, match='unknown key "base"'):
+        load_policy(merged)  # a YAML merge is not a repeated key: the policy is read, then checked
+
+
 def test_a_yaml_policy_without_pyyaml_says_how_to_fix_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,24 +13,9 @@ import json
 from typing import Any
 
 from neens_eval.errors import ConfigError
+from neens_eval.strict_json import DuplicateKey, no_duplicate_keys
 
 from neens.domain.storable import MAX_JSON_DEPTH, nesting_reason
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    body = dict(pairs)
-    if len(body) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return body
 
 
 def loads(raw: str | bytes, where: str) -> Any:
@@ -38,8 +23,8 @@ def loads(raw: str | bytes, where: str) -> Any:
     Text that is not JSON raises `json.JSONDecodeError` (or `UnicodeDecodeError`) as
     `json.loads` does, for the caller to word."""
     try:
-        value = json.loads(raw, object_pairs_hook=_no_duplicates)
-    except _DuplicateKey as exc:
+        value = json.loads(raw, object_pairs_hook=no_duplicate_keys)
+    except DuplicateKey as exc:
         raise ConfigError(
             f"{where}: duplicate key {exc.key!r} (each key may appear once in an object)"
         ) from None

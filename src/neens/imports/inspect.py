@@ -42,11 +42,12 @@ from neens.imports.trial import (
     checked,
     loads,
     mapping,
-    number,
+    number_at,
     passed_of,
     repeats_of,
     text_of,
     whole,
+    whole_at,
 )
 
 ZIP_ZSTANDARD: Final = 93
@@ -225,7 +226,7 @@ def _scorer_versions(spec: Mapping[str, Any]) -> dict[str, str | None]:
     return versions
 
 
-def _usage(sample: Mapping[str, Any]) -> tuple[int | None, int | None, float | None, bool]:
+def _usage(sample: Mapping[str, Any], at: str) -> tuple[int | None, int | None, float | None, bool]:
     """Input and output tokens, and the cost with whether every model's cost was recorded."""
     usage = sample.get("model_usage")
     if not isinstance(usage, Mapping) or not usage:
@@ -233,12 +234,13 @@ def _usage(sample: Mapping[str, Any]) -> tuple[int | None, int | None, float | N
     tokens_in = tokens_out = 0
     cost = 0.0
     priced = True
-    for one in usage.values():
+    for name, one in usage.items():
         if not isinstance(one, Mapping):
             continue
-        tokens_in += whole(one.get("input_tokens")) or 0
-        tokens_out += whole(one.get("output_tokens")) or 0
-        one_cost = number(one.get("total_cost"))
+        where = f"{at}: model_usage[{json.dumps(name)}]"
+        tokens_in += whole_at(one.get("input_tokens"), f"{where}.input_tokens") or 0
+        tokens_out += whole_at(one.get("output_tokens"), f"{where}.output_tokens") or 0
+        one_cost = number_at(one.get("total_cost"), f"{where}.total_cost")
         if one_cost is None:
             priced = False
         else:
@@ -297,8 +299,8 @@ def _trials(
             error = f"hit the {limit.get('type')} limit ({limit.get('limit')})"
             error_kind = "model"
         scores = () if error_kind == "harness" else _scores(sample.get("scores"), versions)
-        tokens_in, tokens_out, cost, _ = _usage(sample)
-        seconds = number(sample.get("total_time"))
+        tokens_in, tokens_out, cost, _ = _usage(sample, at)
+        seconds = number_at(sample.get("total_time"), f"{at}: total_time")
         trial = Trial(
             case_key=key,
             case_key_kind="sample_id",

@@ -38,6 +38,7 @@ from neens.imports.trial import (
     json_type,
     loads,
     number,
+    number_at,
     passed_of,
     read_file,
     text_of,
@@ -237,9 +238,15 @@ def _trial(
         scores = _assessment_scores(listed if isinstance(listed, list) else [], run_id)
     error = text_of(row.get("error_message")) or None
     info = _trace_info(row)
-    duration = number(info.get("execution_duration_ms", info.get("execution_duration")))
-    if "execution_time_ms" in info:
-        duration = number(info["execution_time_ms"])
+    field = next(
+        (
+            k
+            for k in ("execution_time_ms", "execution_duration_ms", "execution_duration")
+            if k in info
+        ),
+        None,
+    )
+    duration = None if field is None else number_at(info[field], f"{at}: {field}")
     trial = Trial(
         case_key=key,
         case_key_kind=kind,

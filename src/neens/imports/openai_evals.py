@@ -44,6 +44,7 @@ from neens.imports.trial import (
     repeats_of,
     text_of,
     whole,
+    whole_at,
 )
 
 OUTPUT_ITEM: Final = "eval.run.output_item"
@@ -316,8 +317,10 @@ def _hosted(items: list[Mapping[str, Any]], wrapper: Mapping[str, Any], where: s
                 model=text_of(sample.get("model") or run.get("model")),
                 cost_usd=None,
                 latency_ms=None,
-                input_tokens=whole(usage.get("prompt_tokens")),
-                output_tokens=whole(usage.get("completion_tokens")),
+                input_tokens=whole_at(usage.get("prompt_tokens"), f"{at}: usage.prompt_tokens"),
+                output_tokens=whole_at(
+                    usage.get("completion_tokens"), f"{at}: usage.completion_tokens"
+                ),
                 output=output,
                 input=dict(source),
             )

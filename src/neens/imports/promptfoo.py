@@ -39,10 +39,13 @@ from neens.imports.trial import (
     loads,
     mapping,
     number,
+    number_at,
     read_file,
     repeats_of,
+    shown,
     text_of,
     whole,
+    whole_at,
 )
 
 FAILURE_ERROR: Final = 2
@@ -233,10 +236,10 @@ def _scores(result: Mapping[str, Any]) -> tuple[Score, ...]:
     return tuple(scores)
 
 
-def _cost(result: Mapping[str, Any]) -> float | None:
+def _cost(result: Mapping[str, Any], at: str) -> float | None:
     """The result's cost, or None: promptfoo writes 0 when the provider reported no cost (an
     errored call included), so 0 is unknown, never free."""
-    cost = number(result.get("cost"))
+    cost = number_at(result.get("cost"), f"{at}: cost")
     # NaN, Infinity and a negative cost are kept, for `checked` to refuse: they are not "no
     # cost".
     return None if cost == 0 else cost
@@ -277,6 +280,8 @@ def _trials(results: list[Mapping[str, Any]], where: str) -> list[Trial]:
         usage = result.get("tokenUsage") or response.get("tokenUsage")
         usage = usage if isinstance(usage, Mapping) else {}
         success = result.get("success")
+        if success is not None and not isinstance(success, bool):
+            raise ImportFormatError(f"{at}: success: expected true or false, got {shown(success)}")
         trials.append(
             Trial(
                 case_key=key,
@@ -289,10 +294,10 @@ def _trials(results: list[Mapping[str, Any]], where: str) -> list[Trial]:
                 error=error,
                 error_kind="model" if error is not None else None,
                 model=_arm_name(result),
-                cost_usd=_cost(result),
-                latency_ms=number(result.get("latencyMs")),
-                input_tokens=whole(usage.get("prompt")),
-                output_tokens=whole(usage.get("completion")),
+                cost_usd=_cost(result, at),
+                latency_ms=number_at(result.get("latencyMs"), f"{at}: latencyMs"),
+                input_tokens=whole_at(usage.get("prompt"), f"{at}: tokenUsage.prompt"),
+                output_tokens=whole_at(usage.get("completion"), f"{at}: tokenUsage.completion"),
                 output=None if error is not None else text_of(response.get("output")),
                 input=test_case.get("vars") if test_case.get("vars") is not None else {},
                 expected=None,

@@ -158,6 +158,27 @@ def number(value: Any) -> float | None:
     return float(value)
 
 
+def number_at(value: Any, where: str) -> float | None:
+    """A field that is a number when the format records it: null or absent is None (not
+    recorded), a number is a float, and anything else is refused naming `where` rather than
+    read as "not recorded" (a cost written as "0.5" is not an unknown cost)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ImportFormatError(f"{where}: expected a number, got {shown(value)}")
+    return float(value)
+
+
+def whole_at(value: Any, where: str) -> int | None:
+    """As `number_at`, for a count: null or absent is None, a whole number is kept, anything
+    else is refused naming `where`."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ImportFormatError(f"{where}: expected a whole number, got {shown(value)}")
+    return value
+
+
 def whole(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
@@ -169,6 +190,12 @@ def text_of(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """`value` for an error message: its JSON type and text, cut at `limit` characters."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return f"{json_type(value)} {text if len(text) <= limit else text[:limit] + '…'}"
 
 
 def json_type(value: Any) -> str:

@@ -98,7 +98,7 @@ class Parser(argparse.ArgumentParser):
             and (problem := _not_utf8(arg_string)) is not None
         ):
             raise argparse.ArgumentError(action, problem)
-        return super()._get_value(action, arg_string)  # type: ignore[misc]
+        return super()._get_value(action, arg_string)
 
     def error(self, message: str) -> NoReturn:
         unknown = self._unknown_flags()
@@ -143,8 +143,8 @@ def _not_utf8(arg: str) -> str | None:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return (
-            f"'{raw.decode('utf-8', 'backslashreplace')}' is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
-            f"{exc.start}); give it as UTF-8"
+            f"'{raw.decode('utf-8', 'backslashreplace')}' is not UTF-8 text "
+            f"(byte 0x{raw[exc.start]:02x} at offset {exc.start}); give it as UTF-8"
         )
     return None
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from neens_eval.client import Client, RetryNotice, describe_size, unexpected
 from neens_eval.errors import ApiError, BodyCutOff, ConfigError, Unreachable
+from neens_eval.strict_json import no_duplicate_keys
 
 if TYPE_CHECKING:
     from neens_eval.cli import Subparsers
@@ -271,11 +272,14 @@ def _read_numbered_items(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 def parse_item(line: str, where: str) -> dict[str, Any]:
     """Check one JSONL line; `where` ("FILE:LINE") prefixes every error message."""
+    line = line.rstrip("\r\n")  # so a line cut short is reported at its end, not on the next
     try:
-        value = json.loads(line, parse_constant=_refuse_constant)
+        value = json.loads(
+            line, parse_constant=_refuse_constant, object_pairs_hook=no_duplicate_keys
+        )
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except ValueError as exc:  # from _refuse_constant
+    except ValueError as exc:  # from _refuse_constant or no_duplicate_keys
         raise ConfigError(f"{where}: {exc}") from None
     if not isinstance(value, dict):
         _fail(where, f'expected a JSON object such as {{"input": "..."}}, got {_kind(value)}')

@@ -206,11 +206,28 @@ def percentile_bootstrap(values: list[float], seed: int, resamples: int) -> tupl
 # --- reading the bundle ---------------------------------------------------------------------------
 
 
+class _TwiceGiven(ValueError):
+    pass
+
+
+def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object hook refusing a key given twice, which two readers could take two ways
+    (Python keeps the last value; other parsers the first)."""
+    body = dict(pairs)
+    if len(body) != len(pairs):
+        names = [key for key, _ in pairs]
+        twice = next(key for key in names if names.count(key) > 1)
+        raise _TwiceGiven(f"the key {twice!r} is given twice in one object")
+    return body
+
+
 def _load_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_one_value_per_key)
     except FileNotFoundError:
         raise Unreadable(f"{path.name} is missing") from None
+    except _TwiceGiven as error:
+        raise Unreadable(f"{path.name}: {error}") from None
     except (ValueError, UnicodeDecodeError) as error:
         raise Unreadable(f"{path.name} is not JSON: {error}") from None
 
@@ -227,7 +244,9 @@ def _load_jsonl(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json.loads(line, object_pairs_hook=_one_value_per_key)
+        except _TwiceGiven as error:
+            raise Unreadable(f"{path.name} line {number}: {error}") from None
         except ValueError as error:
             raise Unreadable(f"{path.name} line {number} is not JSON: {error}") from None
         if not isinstance(row, dict):

@@ -58,6 +58,7 @@ from neens_eval.gate_rules import (
     finite_number,
     format_value,
 )
+from neens_eval.strict_json import no_duplicate_keys
 
 __all__ = [
     "ABS_TOLERANCE",
@@ -143,10 +144,12 @@ def _parse_document(text: str, path: Path) -> Any:
     if path.suffix.lower() in (".yaml", ".yml"):
         return _parse_yaml(text, path)
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(
+            text, parse_constant=_refuse_constant, object_pairs_hook=no_duplicate_keys
+        )
     except json.JSONDecodeError as exc:
         json_problem = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-    except ValueError as exc:  # NaN / Infinity
+    except ValueError as exc:  # NaN / Infinity, a key given twice
         raise ConfigError(f"gate policy {path}: {exc}") from None
     if path.suffix.lower() == ".json":
         raise ConfigError(f"gate policy {path}: not valid JSON ({json_problem})")
@@ -173,10 +176,39 @@ def _parse_yaml(text: str, path: Path) -> Any:
             f"write the policy as JSON"
         )
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_strict_loader(yaml))  # noqa: S506 (a SafeLoader)
+    except _YamlDuplicateKey as exc:
+        raise ConfigError(f"gate policy {path}: {exc}") from None
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())
         raise ConfigError(f"gate policy {path}: not valid YAML ({detail})") from None
+
+
+class _YamlDuplicateKey(ValueError):
+    """A YAML mapping gives a key twice."""
+
+
+def _strict_loader(yaml: Any) -> Any:
+    """PyYAML's SafeLoader, except that a key given twice in one mapping is an error (PyYAML
+    keeps the last, so a second `rules:` would silently drop the first one's rules)."""
+
+    class StrictLoader(yaml.SafeLoader):  # type: ignore[misc]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if isinstance(key, str | int | float | bool) and key in seen:
+                    raise _YamlDuplicateKey(
+                        f"the key {key!r} is given twice in one mapping (lines {seen[key]} and "
+                        f"{line}); give each key once"
+                    )
+                seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
 
 
 def _yaml_module() -> Any:
