@@ -171,10 +171,13 @@ async def _with_db(args: argparse.Namespace, action: Any) -> Any:
 
 
 def _named(text: str) -> str:
-    """An argparse type: a name with something in it, its surrounding spaces dropped."""
+    """An argparse type: a name with something in it and no control character (it is shown in
+    lists, pages and terminals), its surrounding spaces dropped."""
+    from neens.domain.storable import name_problem
+
     name = text.strip()
-    if not name:
-        raise argparse.ArgumentTypeError("must not be blank")
+    if (problem := name_problem(name)) is not None:
+        raise argparse.ArgumentTypeError(problem)
     return name
 
 

@@ -185,6 +185,29 @@ def test_keys_create_refuses_an_unknown_role() -> None:
     assert "--role" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("company", "project", "error"),
+    [
+        ("Ev\x1b[31mil", "p", "argument --company: must not hold control characters (U+001B at "
+         "position 2)"),
+        ("Acme", "p\nq", "argument --project: must not hold control characters (U+000A at "
+         "position 1)"),
+        ("Acme", "  ", "argument --project: must not be blank"),
+    ],
+)  # fmt: skip
+def test_keys_create_refuses_a_name_no_list_or_terminal_could_show(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, company: str, project: str, error: str
+) -> None:
+    """An escape code would recolour `neens keys list`; a newline would split its row."""
+    from neens_eval.cli import main
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'neens.db'}"
+    args = ["keys", "create", "--company", company, "--project", project, "--database-url", url]
+    assert main(args) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"neens keys create: error: {error}"
+    assert not (tmp_path / "neens.db").exists()
+
+
 def _start_serve(port: int, cwd: Path) -> subprocess.Popen[str]:
     process = subprocess.Popen(
         [*NEENS, "serve", "--port", str(port)],

@@ -121,7 +121,7 @@ async def load_dataset(db: Database, ref: str, cwd: Path) -> LoadedDataset:
     if found is None:
         raise ConfigError(
             f"dataset {ref}: no such Neens dataset or version in this store, or it has no "
-            "version yet (`neens datasets list` shows them)"
+            "version yet (the server's Datasets page and GET /datasets list them)"
         )
     version_id, items = found
     cases: list[Case] = []

@@ -61,28 +61,34 @@ class Resource(Generic[M]):
     what: str
     field: str
     key: str = "id"
+    prefix: str | None = None
+    """How its ids start; an id that does not is told so (a name given for an id, say)."""
 
     def missing(self, ident: str, *, field: str | None = None) -> NotFound:
         """The one answer for an id this project does not have, created or not; the id is quoted
         at most 200 characters long (a path can carry thousands)."""
+        hint = ""
+        if self.prefix is not None and not ident.startswith(self.prefix):
+            hint = f" (its ids start with {self.prefix})"
         return NotFound(
-            f"no {self.what} {safe_label(ident, 200)} in this project", field=field or self.field
+            f"no {self.what} {safe_label(ident, 200)} in this project{hint}",
+            field=field or self.field,
         )
 
     def by_id(self, project_id: str, ident: str) -> Select[M]:
         return in_project(self.entity, project_id).where(getattr(self.entity, self.key) == ident)
 
 
-RUN = Resource(PreprodRun, "pre-prod run", "run_id")
-DATASET = Resource(Dataset, "dataset", "dataset_id")
-CONNECTION = Resource(AgentConnection, "agent connection", "connection_id")
-JUDGE = Resource(Judge, "judge", "judge_id")
-SINK = Resource(NotificationSink, "notification sink", "sink_id")
+RUN = Resource(PreprodRun, "pre-prod run", "run_id", prefix="ppr_")
+DATASET = Resource(Dataset, "dataset", "dataset_id", prefix="ds_")
+CONNECTION = Resource(AgentConnection, "agent connection", "connection_id", prefix="conn_")
+JUDGE = Resource(Judge, "judge", "judge_id", prefix="jdg_")
+SINK = Resource(NotificationSink, "notification sink", "sink_id", prefix="sink_")
 SESSION = Resource(TraceSession, "session", "session_id", key="trace_id")
-SWEEP = Resource(ModelSweep, "model sweep", "sweep_id")
-SHARE_LINK = Resource(ShareLink, "share link", "link_id")
-FAILURE_MODE = Resource(FailureMode, "failure mode", "failure_mode_id")
-SUITE = Resource(StressTestSuite, "stress-test suite", "suite_id")
+SWEEP = Resource(ModelSweep, "model sweep", "sweep_id", prefix="msw-")
+SHARE_LINK = Resource(ShareLink, "share link", "link_id", prefix="shl_")
+FAILURE_MODE = Resource(FailureMode, "failure mode", "failure_mode_id", prefix="fm_")
+SUITE = Resource(StressTestSuite, "stress-test suite", "suite_id", prefix="sts_")
 
 
 async def owned(
