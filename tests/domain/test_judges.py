@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from typing import Any
 
 import pytest
@@ -193,6 +194,19 @@ def test_regex_needs_no_expected_output() -> None:
 @pytest.mark.parametrize("config", [{}, {"pattern": ""}, {"pattern": "(unclosed"}, {"pattern": 5}])
 def test_regex_refuses_a_missing_empty_or_broken_pattern(config: dict[str, Any]) -> None:
     assert refusal("regex", config).field == "config.pattern"
+
+
+def test_a_pattern_that_backtracks_past_its_time_limit_leaves_the_case_unscored() -> None:
+    """`(a|aa)+$` over 60 a's and a "!" tries every way of splitting the a's (Fibonacci(60), about
+    10**12): hours, with the server's thread held, unless the match is cut off."""
+    started = time.monotonic()
+    verdict = run_managed("regex", {"pattern": "(a|aa)+$"}, case("a" * 60 + "!", None))
+    elapsed = time.monotonic() - started
+    assert (verdict.score, verdict.unscored_reason) == (None, "pattern_timeout")
+    assert verdict.reason is not None and "took longer than 0.1 s" in verdict.reason
+    assert elapsed < 5, "the time limit did not cut the match off"
+    # the same pattern on an output it settles quickly still scores
+    assert run_managed("regex", {"pattern": "(a|aa)+$"}, case("a" * 60, None)).score == 1.0
 
 
 def test_regex_takes_no_case_option() -> None:

@@ -7,11 +7,11 @@ agent's job; an expected output that cannot serve as a reference leaves the case
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 from collections.abc import Mapping
 from typing import Any, Final, Literal, get_args
 
+import regex
 from rapidfuzz import fuzz
 
 from neens.domain.json_path import extract, parse_path
@@ -116,8 +116,8 @@ def _pattern_option(config: Mapping[str, Any]) -> str:
             field="config.pattern",
         )
     try:
-        re.compile(pattern)
-    except re.error as exc:
+        regex.compile(pattern)
+    except regex.error as exc:
         raise Unprocessable(f"pattern does not compile: {exc}", field="config.pattern") from exc
     return pattern
 
@@ -204,9 +204,24 @@ def _contains(options: Mapping[str, Any], output: str, expected: str | None) -> 
     return Verdict.scored(0.0, f"the output does not contain {source} {safe_label(needle)}")
 
 
+PATTERN_TIME_LIMIT_S: Final = 0.1
+"""How long a `regex` judge's pattern may take on one output. Python's syntax lets a pattern
+backtrack exponentially (`(a|aa)+$` over a long run of a's takes hours), and an output is text an
+agent, or whoever sends traces, chose: past this the case is left unscored (`pattern_timeout`)
+instead of the server's thread being held. Real patterns take microseconds."""
+
+
 def _regex(options: Mapping[str, Any], output: str) -> Verdict:
     pattern = options["pattern"]
-    match = re.search(pattern, output)
+    try:
+        match = regex.search(pattern, output, timeout=PATTERN_TIME_LIMIT_S)
+    except TimeoutError:
+        return Verdict.unscored(
+            "pattern_timeout",
+            f"the pattern {safe_label(pattern)} took longer than {PATTERN_TIME_LIMIT_S:g} s on "
+            f"this output of {len(output):,} characters: it backtracks too much; rewrite it "
+            f"without nested or overlapping repetition such as (a|aa)+",
+        )
     if match is None:
         return Verdict.scored(0.0, f"the output does not match {safe_label(pattern)}")
     return Verdict.scored(

@@ -32,6 +32,7 @@ UnscoredReason = Literal[
     "judge_call_failed",
     "component_unscored",
     "no_components",
+    "pattern_timeout",
 ]
 """Why a judge could not score, as a stable code that callers may count and filter on.
 
@@ -44,6 +45,7 @@ UnscoredReason = Literal[
 - judge_call_failed: the LLM judge endpoint could not be reached or answered with an error.
 - component_unscored: a composite has a component that did not score.
 - no_components: a composite has nothing to average.
+- pattern_timeout: a `regex` judge's pattern took longer than its time limit on the output.
 """
 
 
