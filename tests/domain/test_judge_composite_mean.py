@@ -85,8 +85,9 @@ def test_the_mean_of_any_positive_weights_is_finite_and_within_the_values(
     mean = weighted_mean(weights, values)
     assert math.isfinite(mean)
     # Two roundings (a product, the division) may take it one unit in the last place out, and
-    # a subnormal product may underflow.
-    assert min(values) * (1 - 1e-15) - 1e-300 <= mean <= max(values) * (1 + 1e-15)
+    # a subnormal product may round by a whole subnormal step either way (1.25 x 5e-324 / 1.25
+    # gives 1e-323): an absolute 1e-300 of slack on both sides.
+    assert min(values) * (1 - 1e-15) - 1e-300 <= mean <= max(values) * (1 + 1e-15) + 1e-300
     score = composite([(w, f"j{i}", Verdict.scored(x, "")) for i, (w, x) in enumerate(parts)])
     assert score.score is not None and 0.0 <= score.score <= 1.0
 
