@@ -130,3 +130,17 @@ async def test_building_one_stress_suite_name_at_once_makes_one_suite(
     winner = one_wins_the_rest_conflict(responses, await send(0), 201)
     listed = (await client.get("/datasets", headers=auth(admin_key))).json()["datasets"]
     assert [d["id"] for d in listed] == [winner["datasetId"]]
+
+
+async def test_turning_sharing_on_at_once_in_a_new_project_answers_every_request(
+    client: httpx.AsyncClient, admin_key: CreatedKey
+) -> None:
+    # The project has no sharing settings yet: each request would insert its row.
+    responses = await race(
+        lambda _: client.put(
+            "/share-links/settings", json={"enabled": True}, headers=auth(admin_key)
+        )
+    )
+    assert [r.status_code for r in responses] == [200] * RACERS, [r.text for r in responses]
+    settings = await client.get("/share-links/settings", headers=auth(admin_key))
+    assert settings.json() == {"enabled": True}

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 
 from neens.errors import Forbidden, Gone, NotFound
-from neens.store.db import Database
+from neens.store.db import Database, upsert_insert
 from neens.store.ids import new_id
 from neens.store.models import ShareLink, ShareSettings
 from neens.store.tenancy import SHARE_LINK, in_project, owned, owned_by
@@ -60,13 +60,14 @@ async def sharing_enabled(db: Database, project_id: str) -> bool:
 
 
 async def set_sharing(db: Database, project_id: str, enabled: bool) -> None:
+    """One statement, so two first settings of a project at once cannot both insert its row."""
+    values = {"enabled": enabled, "updated_at": utcnow()}
     async with db.write() as s:
-        row = await s.get(ShareSettings, project_id)
-        if row is None:
-            s.add(ShareSettings(project_id=project_id, enabled=enabled, updated_at=utcnow()))
-        else:
-            row.enabled = enabled
-            row.updated_at = utcnow()
+        await s.execute(
+            upsert_insert(s, ShareSettings)
+            .values(project_id=project_id, **values)
+            .on_conflict_do_update(index_elements=["project_id"], set_=values)
+        )
 
 
 async def create_link(
