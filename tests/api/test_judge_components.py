@@ -273,6 +273,21 @@ async def test_the_primary_scores_component_cannot_be_disabled_while_it_is_used(
     assert r.status_code == 200, r.text
 
 
+async def test_the_primary_score_itself_cannot_be_disabled(
+    client: httpx.AsyncClient, admin_key: CreatedKey
+) -> None:
+    """Runs and sweeps that name no judge use it: disabled, a run would be created on a judge
+    the explicit pick refuses, and a sweep would start only to fail."""
+    judges = (await client.get("/judges", headers=auth(admin_key))).json()["judges"]
+    primary = next(j for j in judges if j["isPrimary"])
+    r = await _set_enabled(client, admin_key, primary["id"], False)
+    assert r.status_code == 409, r.text
+    error = r.json()["error"]
+    assert error["field"] == "enabled" and "is the Primary Score" in error["message"]
+    again = (await client.get(f"/judges/{primary['id']}", headers=auth(admin_key))).json()
+    assert again["enabled"] is True
+
+
 async def test_a_disabled_composite_and_its_components_change_together(
     client: httpx.AsyncClient, admin_key: CreatedKey
 ) -> None:

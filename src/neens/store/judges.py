@@ -197,6 +197,12 @@ async def _check_enabled_change(s: AsyncSession, project_id: str, row: Judge) ->
     components are. `row` holds the requested state and is locked (`FOR UPDATE`), so a
     concurrent change of a composite's components (`check_components`) sees it.
     """
+    if not row.enabled and row.is_primary:
+        raise Conflict(
+            f"judge {row.name!r} is the Primary Score, which runs and sweeps use when they name "
+            "no judge: it cannot be disabled; change its components instead",
+            field="enabled",
+        )
     if not row.enabled:
         composites = await s.scalars(
             in_project(Judge, project_id)
