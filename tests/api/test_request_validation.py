@@ -466,6 +466,9 @@ def test_the_name_fields_are_found() -> None:
         ("arm\x0b", "must not hold control characters (U+000B at position 3)"),
         ("\x1b[31mred", "must not hold control characters (U+001B at position 0)"),
         ("c1\x85", "must not hold control characters (U+0085 at position 2)"),
+        # a right-to-left override reverses the verdict sentence a label sits in
+        ("mini\u202e", "must not hold control characters (U+202E at position 4)"),
+        ("\u2067isolate", "must not hold control characters (U+2067 at position 0)"),
     ],
 )
 async def test_a_blank_name_or_one_with_control_characters_is_a_422_naming_it(

@@ -103,14 +103,19 @@ def _leaf_reason(value: object) -> str | None:
     return None
 
 
-_CONTROL_CHARACTER: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-"""Unicode's control characters (category Cc): C0, DEL and C1."""
+_CONTROL_CHARACTER: Final = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+"""Unicode's control characters (category Cc: C0, DEL and C1) and its bidirectional controls
+(marks, embeddings, overrides, isolates): a right-to-left override in an arm's label would turn
+the rest of a verdict sentence around it backwards."""
 
 
 def name_problem(value: str) -> str | None:
     """Why `value` cannot be a name people read in lists, pages, charts and a terminal, or None:
     it must show something, on one line. A control character (a tab, a newline, an escape)
-    would break a page's layout, make an SVG chart invalid XML or recolour a terminal."""
+    would break a page's layout, make an SVG chart invalid XML or recolour a terminal; a
+    bidirectional control would reorder the text around it."""
     if not value.strip():
         return "must not be blank"
     if (found := _CONTROL_CHARACTER.search(value)) is not None:
