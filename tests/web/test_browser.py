@@ -176,10 +176,15 @@ def test_a_running_run_updates_on_its_page_without_a_reload(
         status = tab.locator("#run-live [role=status]")
         assert "completed" not in status.inner_text()
         assert tab.locator("#run-live").get_attribute("data-terminal") == "false"
+        gate = tab.locator("#run-live .verdict-big")
+        # the API's gate fails closed while the run goes (passed: false, for CI); a page says
+        # it is not decided, as pending and running are not results
+        assert gate.inner_text().strip() == "– not decided yet"
         tab.screenshot(path=str(screenshots / "preprod-run-live.png"))
         tab.evaluate("window.neverReloaded = true")
         tab.locator("#run-live[data-terminal=true]").wait_for(timeout=30_000)
     assert "completed" in status.inner_text()
+    assert "passed" in gate.inner_text()
     assert tab.evaluate("window.neverReloaded === true"), "the page was reloaded"
     assert tab.locator("button", has_text="Cancel run").count() == 1  # outside the live part
     no_sideways_scroll(tab)
