@@ -32,10 +32,15 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _secrets_problem(settings: Settings) -> str | None:
-    """Why the secret keys cannot be used, checked before starting (a clear line, not a
-    traceback from inside the server's startup)."""
+    """Why the database URL or the secret keys cannot be used, checked before starting (a clear
+    line, not a traceback from inside the server's startup)."""
     from neens.secrets import SecretKeyError, load_secret_box
+    from neens.store.migrate import DatabaseUnusable, check_url
 
+    try:
+        check_url(settings.resolved_database_url())
+    except DatabaseUnusable as exc:
+        return str(exc)
     try:
         load_secret_box(settings)
     except SecretKeyError as exc:

@@ -417,6 +417,33 @@ def test_a_database_that_cannot_be_opened_is_one_line_with_its_exit_code(
     assert "s3cret" not in result.stderr
 
 
+@pytest.mark.parametrize("command", [["serve"], ["worker"], ["mcp"]])
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("postgres//typo", "not a URL Neens can read"),
+        ("postgresql+psycopg://u:s3cret@[::1", "not a URL Neens can read"),
+        # the URL is the news, not the secret key PostgreSQL would need
+        ("mysql://root@127.0.0.1/x", "unsupported database URL scheme 'mysql'"),
+    ],
+)
+def test_the_servers_refuse_a_database_url_they_cannot_use_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+    url: str,
+    said: str,
+) -> None:
+    from neens_eval.cli import main
+
+    monkeypatch.setenv("NEENS_API_KEY", "nk_live_x")
+    monkeypatch.delenv("NEENS_SECRET_KEYS", raising=False)
+    assert main([*command, "--database-url", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("neens: error: database URL: "), err
+    assert said in err and "s3cret" not in err
+
+
 @sqlite_only("SQLite files only: the default store in NEENS_HOME")
 def test_neens_home_is_made_when_missing_and_one_line_when_it_cannot_be(
     dialect: str, tmp_path: Path

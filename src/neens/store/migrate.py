@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from neens.store.db import SQLITE_BEGIN_WRITE, make_engine
+from neens.store.db import SQLITE_BEGIN_WRITE, make_engine, normalize_url
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -52,16 +52,25 @@ def _label(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def _engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
+def check_url(url: str) -> None:
+    """Refuse (`DatabaseUnusable`) a database URL Neens cannot read or use, before anything
+    that needs it starts."""
     try:
-        engine = make_engine(url, foreign_keys=foreign_keys)
-    except ValueError as exc:  # a scheme other than SQLite or PostgreSQL
-        raise DatabaseUnusable(f"database URL: {exc}") from None
-    except ArgumentError:
+        make_url(url).get_backend_name()
+    except (ArgumentError, ValueError):  # not a URL, or a broken host or port in it
         raise DatabaseUnusable(
             "database URL: not a URL Neens can read (--database-url or NEENS_DATABASE_URL); "
             "use sqlite:///path/to/neens.db or postgresql+psycopg://user@host/dbname"
         ) from None
+    try:
+        normalize_url(url)
+    except ValueError as exc:  # a scheme other than SQLite or PostgreSQL
+        raise DatabaseUnusable(f"database URL: {exc}") from None
+
+
+def _engine(url: str, *, foreign_keys: bool = True) -> AsyncEngine:
+    check_url(url)
+    engine = make_engine(url, foreign_keys=foreign_keys)
     if engine.dialect.name == "sqlite":
         _check_sqlite_file(url)
     return engine
