@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from urllib.parse import unquote, urljoin
+
+import pytest
 
 from neens.web import formats
+from neens.web.render import segment
 
 
 def test_rates_costs_and_durations_read_as_people_write_them() -> None:
@@ -70,3 +74,21 @@ def test_a_negative_zero_or_a_difference_rounded_away_shows_no_minus() -> None:
     # What does not round to zero keeps its sign.
     assert formats.pct_change(-0.05) == "−0.1%"
     assert formats.percent(-0.001) == "-0.1%"
+
+
+@pytest.mark.parametrize(
+    ("value", "link"),
+    [
+        ("..", "%2E%2E"),  # a browser resolves `/ui/sessions/..` to `/ui/`
+        (".", "%2E"),
+        ("a/b", "a%2Fb"),
+        ("v1.2", "v1.2"),
+        ("...", "..."),  # only `.` and `..` are dot segments
+    ],
+)
+def test_an_id_is_one_path_segment_of_a_link_whatever_it_holds(value: str, link: str) -> None:
+    assert segment(value) == link
+    assert urljoin("http://neens.test/ui/sessions/", link).startswith(
+        "http://neens.test/ui/sessions/"
+    )
+    assert unquote(link) == value

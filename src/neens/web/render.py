@@ -33,8 +33,11 @@ SECURITY_HEADERS = {
 
 
 def segment(value: str) -> str:
-    """`value` as one path segment of a link: every reserved character escaped (`/` too)."""
-    return quote(value, safe="")
+    """`value` as one path segment of a link: every reserved character escaped (`/` too), and a
+    segment of only dots (a session may be called `..`) escaped too, as a browser would
+    otherwise resolve it (`/ui/sessions/..` leads to `/ui/`)."""
+    quoted = quote(value, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
 
 def query(**params: Any) -> str:
