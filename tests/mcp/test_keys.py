@@ -161,3 +161,18 @@ async def test_neens_mcp_takes_the_database_from_the_flag(
     async with over_stdio(database_url, ingest_key.key, by_flag=True) as session:
         page = structured(await session.call_tool("sweep_list", {}))
     assert page == {"sweeps": [], "nextCursor": None}
+
+
+@sqlite_only("the subject is the MCP transport, not the database")
+async def test_a_get_of_mcp_is_refused_rather_than_held_open(
+    live_server: LiveServer, admin_key: CreatedKey
+) -> None:
+    """A stateless server has nothing to send on an event stream: a GET that opened one would
+    hold a connection for nothing, for as long as the client likes."""
+    headers = {"Authorization": f"Bearer {admin_key.key}", "Accept": "text/event-stream"}
+    async with httpx.AsyncClient(base_url=live_server.url, timeout=5) as client:
+        r = await client.get("/mcp", headers=headers)
+        anonymous = await client.get("/mcp", headers={"Accept": "text/event-stream"})
+    assert r.status_code == 405 and r.headers["allow"] == "POST", r.text
+    assert r.json()["error"]["code"] == "method_not_allowed"
+    assert anonymous.status_code == 401, "the key is checked first"

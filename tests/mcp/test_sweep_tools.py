@@ -205,6 +205,8 @@ async def test_the_descriptions_carry_the_honesty_rules(
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
         init = session.initialize_result
     assert init is not None and init.instructions is not None
+    # the instructions point the agent at every tool, the decision's reader included
+    assert all(f"`{name}`" in init.instructions for name in tools), init.instructions
     decision = tools["sweep_decision"].description or ""
     for rule in (
         "`comparable: false` means the sweep is void: never rank its arms",

@@ -18,9 +18,11 @@ from typing import Any
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from neens.api.deps import authenticate
+from neens.api.errors import error_body
 from neens.api.middleware import send_error
 from neens.errors import NeensError, NotAuthenticated
 from neens.mcp.server import build_server
@@ -88,5 +90,20 @@ class McpEndpoint:
             return
         if self._manager is None:
             raise RuntimeError("/mcp was called outside the app's lifespan")
+        if scope["method"] == "GET":
+            # GET would open a server-sent event stream on which a stateless server can never
+            # send anything: a connection held open for nothing. The MCP transport's answer for
+            # a server that offers no such stream is 405.
+            response = JSONResponse(
+                error_body(
+                    "method_not_allowed",
+                    "this MCP endpoint offers no event stream: send JSON-RPC requests with POST",
+                    None,
+                ),
+                405,
+                headers={"Allow": "POST"},
+            )
+            await response(scope, receive, send)
+            return
         scope[_PRINCIPAL] = principal
         await self._manager.handle_request(scope, receive, send)

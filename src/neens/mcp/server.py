@@ -37,8 +37,9 @@ INSTRUCTIONS = f"""\
 Neens evaluates LLM agents. These tools run model sweeps: one frozen golden dataset replayed \
 against several models (one arm per agent connection), k times each, under pinned conditions. \
 Preview the cost with `sweep_preview`, start with `sweep_start`, poll with `sweep_get` until \
-the status is terminal, and list with `sweep_list`. Every tool acts in the project of the API \
-key it was given.
+the status is terminal, and list with `sweep_list`. Read which model to ship, at what bar and \
+cost, with `sweep_decision`: report its verdict as it says it, never re-ranked. Every tool acts \
+in the project of the API key it was given.
 
 {HONESTY}"""
 
