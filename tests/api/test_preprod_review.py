@@ -312,6 +312,17 @@ async def test_regression_insights_are_delivered_to_sinks_and_failures_are_recor
     assert delivery["lastError"] == "sink answered HTTP 503: no"
     assert received[0]["token"] == "s3cret", "the stored (encrypted) header is sent decrypted"
 
+    # A sink removed is gone, its deliveries' record with it; the other one stays.
+    gone = await client.delete(f"/notification-sinks/{good.json()['id']}", headers=h)
+    assert gone.status_code == 204, gone.text
+    listed = (await client.get("/notification-sinks", headers=h)).json()["notificationSinks"]
+    assert [s["id"] for s in listed] == [bad.json()["id"]]
+    for again in (
+        await client.delete(f"/notification-sinks/{good.json()['id']}", headers=h),
+        await client.get(f"/notification-sinks/{good.json()['id']}/deliveries", headers=h),
+    ):
+        assert again.status_code == 404 and again.json()["error"]["field"] == "sink_id"
+
 
 async def _attempted(client: httpx.AsyncClient, key: CreatedKey, sink_id: str) -> bool:
     r = await client.get(f"/notification-sinks/{sink_id}/deliveries", headers=auth(key))

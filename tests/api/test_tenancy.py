@@ -50,6 +50,7 @@ CASES: dict[tuple[str, str], Case] = {
     # A price is a project's own setting for a model name: B setting "my-model" sets B's.
     ("PUT", "/model-pricing/{model}"): Case(200, {"inputPerMTokUsd": 7, "outputPerMTokUsd": 9}),
     ("GET", "/notification-sinks/{sink_id}/deliveries"): Case(404),
+    ("DELETE", "/notification-sinks/{sink_id}"): Case(404),
     ("GET", "/preprod-evals/{run_id}"): Case(404),
     ("POST", "/preprod-evals/{run_id}/cancel"): Case(404),
     ("GET", "/preprod-evals/{run_id}/comparison"): Case(404),

@@ -90,7 +90,8 @@ async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
             .where(NotificationDelivery.pk == delivery.pk)
             .with_for_update()
         )
-        assert row is not None
+        if row is None:  # the sink was deleted while this was being sent
+            return
         row.attempts += 1
         row.last_status_code = status_code
         row.last_error = error

@@ -142,6 +142,15 @@ async def list_sinks(db: Database, project_id: str) -> list[SinkInfo]:
         return [SinkInfo(r.id, r.name, r.url, sorted(r.headers), r.created_at) for r in rows]
 
 
+async def delete_sink(db: Database, project_id: str, sink_id: str) -> None:
+    """Remove a sink and its deliveries' records: nothing more is sent to it, a delivery under
+    way included (its outcome has no row left to be written to). NotFound when the project has
+    no such sink."""
+    async with db.write() as s:
+        row = await owned(s, SINK, project_id, sink_id, for_update=True)
+        await s.delete(row)
+
+
 async def list_deliveries(
     db: Database, project_id: str, sink_id: str, *, limit: int, after: int | None = None
 ) -> tuple[list[DeliveryInfo], int | None]:

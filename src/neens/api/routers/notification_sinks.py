@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from neens.api.deps import AdminKey, DbDep, SettingsDep
 from neens.api.paging import cursor_query, decode_cursor, next_cursor
@@ -33,6 +33,15 @@ async def create_sink(
 async def list_sinks(principal: AdminKey, db: DbDep) -> SinkList:
     infos = await store.list_sinks(db, principal.project_id)
     return SinkList(notification_sinks=[SinkOut(**asdict(i)) for i in infos])
+
+
+@router.delete("/{sink_id}", status_code=204, operation_id="notification_sinks-delete")
+async def delete_sink(sink_id: str, principal: AdminKey, db: DbDep) -> Response:
+    """Stop delivering to this sink: it and the record of its deliveries are removed, and
+    insights raised from now on are not sent to it. A delivery being sent as it is removed may
+    still arrive once."""
+    await store.delete_sink(db, principal.project_id, sink_id)
+    return Response(status_code=204)
 
 
 @router.get("/{sink_id}/deliveries", operation_id="notification_sinks-deliveries")
