@@ -278,6 +278,35 @@ async def test_deeply_nested_json_is_a_400_and_moderate_nesting_is_stored(
     assert r.status_code == 201, r.text
 
 
+async def test_a_key_given_twice_in_a_body_is_a_400_naming_it_and_nothing_is_made(
+    client: httpx.AsyncClient, admin_key: CreatedKey
+) -> None:
+    """Readers disagree on which of two equal keys counts: taking the last silently dropped the
+    first list of items, or renamed what was created."""
+    h = {**auth(admin_key), "Content-Type": "application/json"}
+    ds = (await client.post("/datasets", json={"name": "d"}, headers=auth(admin_key))).json()["id"]
+    for path, body, key in [
+        ("/datasets", b'{"name": "dupA", "name": "dupB"}', "name"),
+        (
+            f"/datasets/{ds}/versions",
+            b'{"items": [{"input": "a"}], "items": [{"input": "b"}, {"input": "c"}]}',
+            "items",
+        ),
+        (f"/datasets/{ds}/versions", b'{"items": [{"input": "a", "input": "b"}]}', "input"),
+    ]:
+        r = await client.post(path, content=body, headers=h)
+        assert r.status_code == 400, r.text
+        error = r.json()["error"]
+        assert error["field"] == key
+        assert error["message"] == (
+            f"request body gives the key '{key}' twice in one object; give each key once"
+        )
+    names = [d["name"] for d in (await client.get("/datasets", headers=h)).json()["datasets"]]
+    assert names == ["d"]
+    versions = await client.get(f"/datasets/{ds}/versions", headers=h)
+    assert versions.json()["versions"] == []
+
+
 async def test_brackets_inside_strings_do_not_count_as_nesting(
     client: httpx.AsyncClient, ingest_key: CreatedKey
 ) -> None:

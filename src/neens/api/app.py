@@ -23,7 +23,7 @@ from neens.api.middleware import (
     BodyLimitMiddleware,
     ContentEncodingMiddleware,
     ErrorEnvelopeMiddleware,
-    JsonDepthMiddleware,
+    JsonBodyMiddleware,
     MergeSlashesMiddleware,
     UnstorableParameterMiddleware,
 )
@@ -186,7 +186,7 @@ def create_app(
     )
     app.mount("/ui", create_web_app(app.state))
     # Innermost first: each add wraps the ones before it.
-    app.add_middleware(JsonDepthMiddleware, own_decoders=OTLP_RECEIVERS)
+    app.add_middleware(JsonBodyMiddleware, own_decoders=OTLP_RECEIVERS)
     app.add_middleware(ContentEncodingMiddleware, decoders=OTLP_RECEIVERS)
     app.add_middleware(UnstorableParameterMiddleware, pages=PAGES)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)

@@ -9,9 +9,10 @@ They sit outside FastAPI's routing so that no route can forget them:
 - `BodyLimitMiddleware` counts the bytes of every request body against
   `NEENS_MAX_REQUEST_BYTES` while they arrive, so an oversized body is refused with 413 before
   it is held in memory; a declared `Content-Length` over the cap is refused before reading.
-- `JsonDepthMiddleware` refuses JSON bodies nested deeper than `MAX_JSON_DEPTH` with 400 before
-  they are parsed: Python's parser and pydantic recurse per level, and a few thousand levels
-  raise RecursionError.
+- `JsonBodyMiddleware` refuses JSON bodies nested deeper than `MAX_JSON_DEPTH` with 400 before
+  they are parsed (Python's parser and pydantic recurse per level, and a few thousand levels
+  raise RecursionError), and bodies that give a key twice in one object (which value counts
+  depends on the reader).
 - `UnstorableParameterMiddleware` refuses a NUL character in the path (404: no id holds one) or
   in a query parameter (422 naming it): PostgreSQL cannot compare text holding NUL at all. The
   pages refuse it the same way, as a page.
@@ -19,11 +20,13 @@ They sit outside FastAPI's routing so that no route can forget them:
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import secrets
 from itertools import accumulate
 
+from neens_eval.strict_json import DuplicateKey, no_duplicate_keys
 from starlette.datastructures import Headers, QueryParams
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -31,7 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from neens.api.body import too_large
 from neens.api.errors import error_body
 from neens.api.guards import is_json_media_type
-from neens.domain.storable import MAX_JSON_DEPTH
+from neens.domain.storable import MAX_JSON_DEPTH, safe_label
 from neens.errors import (
     InvalidInput,
     NeensError,
@@ -209,8 +212,10 @@ def json_depth_exceeds(body: bytes, limit: int) -> bool:
     return False
 
 
-class JsonDepthMiddleware(HttpMiddleware):
-    """JSON bodies nested deeper than `MAX_JSON_DEPTH` are a clean 400 before parsing.
+class JsonBodyMiddleware(HttpMiddleware):
+    """JSON bodies nested deeper than `MAX_JSON_DEPTH` are a clean 400 before parsing, and so
+    are bodies that give a key twice in one object: JSON readers disagree on which value counts
+    (Python's keeps the last), so `{"items": [a], "items": [b, c]}` would drop `a` unsaid.
 
     Paths in `own_decoders` read and bound their bodies themselves (OTLP, possibly gzip).
     """
@@ -251,7 +256,27 @@ class JsonDepthMiddleware(HttpMiddleware):
             )
             await send_error(error, scope, receive, send)
             return
+        if (twice := _key_given_twice(body)) is not None:
+            error = InvalidInput(
+                f"request body gives the key {safe_label(twice)} twice in one object; give each "
+                "key once",
+                field=twice,
+            )
+            await send_error(error, scope, receive, send)
+            return
         await self.app(scope, _replay({"type": "http.request", "body": body}, receive), send)
+
+
+def _key_given_twice(body: bytes) -> str | None:
+    """The first key some object of `body` gives twice, or None; a body that is not JSON is
+    left for the route to refuse in its own words."""
+    try:
+        json.loads(body, object_pairs_hook=no_duplicate_keys)
+    except DuplicateKey as exc:
+        return exc.key
+    except (ValueError, RecursionError):
+        return None
+    return None
 
 
 class ContentEncodingMiddleware(HttpMiddleware):

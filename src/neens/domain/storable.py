@@ -128,7 +128,7 @@ def name_problem(value: str) -> str | None:
 
 MAX_JSON_DEPTH: Final = 128
 """Deepest nesting of objects and arrays a JSON document a person writes may have: a request
-body (`api.middleware.JsonDepthMiddleware`) or a file `neens exp` reads (serde_json's default
+body (`api.middleware.JsonBodyMiddleware`) or a file `neens exp` reads (serde_json's default
 too)."""
 
 MAX_NESTING: Final = 32
