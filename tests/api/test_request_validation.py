@@ -423,7 +423,7 @@ async def test_a_key_no_database_can_store_is_named_escaped(
     assert r.json()["error"]["field"] == field, r.text
 
 
-NAME_FIELDS = frozenset({"name", "label", "version_label", "versionLabel", "model"})
+NAME_FIELDS = frozenset({"name", "label", "version_label", "versionLabel", "model", "provider"})
 """Names, labels and model names people read in lists, pages and the frontier chart."""
 RECORDED_AS_SENT = ("/sessions",)
 """Routes that store what an agent reported (a span's name), as it reported it."""
@@ -452,6 +452,8 @@ def test_the_name_fields_are_found() -> None:
         "POST /preprod-evals/imports  version_label",
         "POST /notification-sinks  name",
         "POST /judges {'type': 'llm_prompt'} endpoint.model",
+        "POST /agent-connections  provider",
+        "PATCH /agent-connections/x_1  provider",
     ):
         assert expected in names, sorted(names)
 

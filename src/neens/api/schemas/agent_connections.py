@@ -43,8 +43,9 @@ class ConnectionCreate(_CamelRequest):
     """The endpoint Neens POSTs each golden prompt to."""
     model: NameStr | None = Field(default=None, max_length=500)
     """The model behind the endpoint. Copied onto each run at create; null when not declared."""
-    provider: StorableStr = Field(default="agent_http", max_length=100)
-    """How Neens reaches the endpoint; `agent_http` for an HTTP agent endpoint."""
+    provider: NameStr = Field(default="agent_http", min_length=1, max_length=100)
+    """How Neens reaches the endpoint; `agent_http` for an HTTP agent endpoint. Not blank, no
+    control characters: runs copy it and show it."""
     request_format: RequestFormat = "chat"
     """`chat`: OpenAI-style `{"model", "messages"}`, answer at `choices[0].message.content`.
     `neens`: `{"input", "eval_run_id", "dataset_item_id", "version_label"}`, answer at
@@ -74,7 +75,10 @@ class ConnectionUpdate(_CamelRequest):
     were meant for the old URL); the response lists them in `droppedHeaderNames`."""
     model: NameStr | None = Field(default=None, max_length=500)
     """A new model (affects runs created from now on); null clears it."""
-    provider: Annotated[str, Field(max_length=100)] | SkipJsonSchema[None] = None
+    provider: (
+        Annotated[str, Field(min_length=1, max_length=100), AfterValidator(a_name)]
+        | SkipJsonSchema[None]
+    ) = None
     """A new provider."""
     request_format: RequestFormat | SkipJsonSchema[None] = None
     """A new request format."""
