@@ -259,3 +259,32 @@ async def test_a_judge_reply_that_cannot_be_parsed_is_an_error_never_a_zero(
     assert score["score"] is None
     assert score["unscoredReason"] == "grade_parse_failure"
     assert score["rawReply"] == "I think it is pretty good!"
+
+
+async def test_an_api_key_and_credentials_in_the_base_url_are_refused_together(
+    client: httpx.AsyncClient, admin_key: CreatedKey
+) -> None:
+    """The URL's user and password go out as Basic authorization, replacing the key's Bearer
+    header: the key would be stored and never sent."""
+
+    def judge(base_url: str, **endpoint: str) -> dict[str, object]:
+        return {
+            "name": f"j{len(endpoint)}{len(base_url)}",
+            "type": "llm_prompt",
+            "template": "{output}",
+            "endpoint": {"baseUrl": base_url, "model": "judge-1", **endpoint},
+        }
+
+    both = await _judge(
+        client, admin_key, judge("http://juser:jpass@127.0.0.1:9/v1", apiKey="sk-secret")
+    )
+    assert both.status_code == 422, both.text
+    error = both.json()["error"]
+    assert error["field"] == "endpoint.apiKey" and "not both" in error["message"]
+    assert "jpass" not in both.text and "sk-secret" not in both.text
+    for body in (
+        judge("http://juser:jpass@127.0.0.1:9/v1"),
+        judge("http://127.0.0.1:9/v1", apiKey="sk-secret"),
+    ):
+        r = await _judge(client, admin_key, body)
+        assert r.status_code == 201, r.text

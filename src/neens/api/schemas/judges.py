@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, HttpUrl, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, HttpUrl, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
@@ -58,6 +58,19 @@ class LlmEndpointIn(_Camel):
     """Sent as the bearer token. Stored, never returned."""
     timeout_s: float = Field(default=60.0, gt=0, le=600)
     """Longest one verdict may take, retries included."""
+
+    @field_validator("api_key")
+    @classmethod
+    def _one_credential(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A base URL with a user and password is sent as Basic authorization, which would
+        replace the API key's Bearer header: the key would silently never be sent."""
+        url = info.data.get("base_url")
+        if value is not None and url is not None and (url.username or url.password):
+            raise ValueError(
+                "give the API key or a user and password in endpoint.baseUrl, not both: the "
+                "URL's credentials would be sent instead of the key"
+            )
+        return value
 
 
 class _JudgeCommon(_Camel):
