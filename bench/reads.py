@@ -30,6 +30,7 @@ from _support import console
 from sqlalchemy import create_engine, text
 
 from neens.api.paging import encode_cursor
+from neens.secrets import SecretBox, box_from_keys, parse_keys
 
 TARGET_RATIO = 1.5
 NEWEST = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -209,7 +210,7 @@ class Query:
     expect_rows: bool = True
 
 
-def queries(count: int, fetched_trace_id: str) -> list[Query]:
+def queries(count: int, fetched_trace_id: str, box: SecretBox) -> list[Query]:
     """The same questions at every size: the newest page, the page after 90% of the rows, each
     filter, and one session. Every list query fills its page at the small size too, so that both
     sizes answer the same number of rows."""
@@ -224,7 +225,7 @@ def queries(count: int, fetched_trace_id: str) -> list[Query]:
         Query(
             "deep page (after 90%)",
             "/sessions",
-            limit | {"cursor": encode_cursor("sessions", (deep_pk + 1,))},
+            limit | {"cursor": encode_cursor("sessions", (deep_pk + 1,), box)},
         ),
         Query("agent_name", "/sessions", limit | {"agent_name": f"agent-{7:02d}"}),
         Query("eval_run_id", "/sessions", limit | {"eval_run_id": "ppr_bench000000"}),
@@ -323,7 +324,11 @@ def load_and_serve(stack: ExitStack, count: int, database_url: str | None) -> Lo
     client = stack.enter_context(
         httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
     )
-    return Loaded(count, seconds, server, client, queries(count, fetched_trace(ws.database_url)))
+    # The deep page's cursor is sealed with the server's own secret keys, as the server's are.
+    box = box_from_keys(parse_keys(ws.env["NEENS_SECRET_KEYS"]))
+    return Loaded(
+        count, seconds, server, client, queries(count, fetched_trace(ws.database_url), box)
+    )
 
 
 def measure_all(sizes: list[Loaded], requests: int, warmup: int, rounds: int) -> None:

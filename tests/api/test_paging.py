@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import select
 
+from neens.api import paging
 from neens.domain.judges.verdict import Verdict
 from neens.store.db import Database
 from neens.store.insights import add_insight
@@ -385,8 +388,18 @@ def _b64(value: object) -> str:
     return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
 
 
+def _sealed(value: object, db: Database) -> str:
+    """`value` sealed as the server seals a cursor (so only its shape can be wrong), for the
+    list its first element names."""
+    kind = value[0] if isinstance(value, list) and value and isinstance(value[0], str) else ""
+    key = AESGCM(db.secrets.derived_keys(paging.PURPOSE)[0])
+    nonce = os.urandom(12)
+    body = nonce + key.encrypt(nonce, json.dumps(value).encode(), kind.encode())
+    return base64.urlsafe_b64encode(body).rstrip(b"=").decode()
+
+
 async def test_a_garbage_tampered_or_foreign_cursor_is_a_422_naming_cursor_on_every_list(
-    client: httpx.AsyncClient, admin_key: CreatedKey
+    client: httpx.AsyncClient, admin_key: CreatedKey, db: Database
 ) -> None:
     dataset, version = await golden_dataset(client, admin_key, ITEMS)
     run = (await create_run(client, admin_key, dataset_id=dataset))["id"]
@@ -412,20 +425,21 @@ async def test_a_garbage_tampered_or_foreign_cursor_is_a_422_naming_cursor_on_ev
         "%%%",
         "é",
         "x" * 600,
-        _b64("sessions"),
-        _b64(["sessions"]),
-        _b64(["sessions", -1]),
-        _b64(["sessions", 2**70]),
-        _b64(["sessions", 1.5]),
-        _b64(["sessions", "1"]),
-        _b64(["sessions", True]),
-        _b64(["runs", "not a time", "ppr_x"]),
-        _b64(["runs", "2026-11-30T08:00:00", "ppr_x"]),  # no offset
-        _b64(["runs", "2026-11-30T08:00:00Z", 7]),
-        _b64(["insights", "2026-11-30T08:00:00Z", "ins_\u0000"]),
-        _b64(["scores", 1, 2]),
-        _b64({"sessions": 1}),
-        _b64(["nope", 1]),
+        _sealed("sessions", db),
+        _sealed(["sessions"], db),
+        _sealed(["sessions", -1], db),
+        _sealed(["sessions", 2**70], db),
+        _sealed(["sessions", 1.5], db),
+        _sealed(["sessions", "1"], db),
+        _sealed(["sessions", True], db),
+        _sealed(["runs", "not a time", "ppr_x"], db),
+        _sealed(["runs", "2026-11-30T08:00:00", "ppr_x"], db),  # no offset
+        _sealed(["runs", "2026-11-30T08:00:00Z", 7], db),
+        _sealed(["insights", "2026-11-30T08:00:00Z", "ins_\u0000"], db),
+        _sealed(["scores", 1, 2], db),
+        _sealed({"sessions": 1}, db),
+        _sealed(["nope", 1], db),
+        _b64(["sessions", 5]),  # well formed, but not sealed: forged (or from an older server)
     ]
     for path in lists:
         for cursor in bad:
@@ -434,10 +448,10 @@ async def test_a_garbage_tampered_or_foreign_cursor_is_a_422_naming_cursor_on_ev
             assert r.json()["error"]["field"] == "cursor", (path, cursor)
     # A cursor of one list is refused by every other: it is a position in that list only.
     r = await client.get(
-        "/sessions", params={"cursor": _b64(["sessions", 5])}, headers=auth(admin_key)
+        "/sessions", params={"cursor": _sealed(["sessions", 5], db)}, headers=auth(admin_key)
     )
     assert r.status_code == 200
-    by_start = _b64(["sessions-by-start", "2026-11-30T08:00:00+00:00", 5])
+    by_start = _sealed(["sessions-by-start", "2026-11-30T08:00:00+00:00", 5], db)
     r = await client.get(
         "/sessions",
         params={"cursor": by_start, "start": "2026-11-01T00:00:00Z"},
@@ -446,14 +460,14 @@ async def test_a_garbage_tampered_or_foreign_cursor_is_a_422_naming_cursor_on_ev
     assert r.status_code == 200, "a cursor of the start-ordered list, with a time filter"
     for params in (
         {"cursor": by_start},
-        {"cursor": _b64(["sessions", 5]), "end": "2026-11-01T00:00:00Z"},
+        {"cursor": _sealed(["sessions", 5], db), "end": "2026-11-01T00:00:00Z"},
     ):
         r = await client.get("/sessions", params=params, headers=auth(admin_key))
         assert r.status_code == 422, "the other order's cursor is a position in another list"
         assert r.json()["error"]["field"] == "cursor"
     for path in lists[1:]:
         r = await client.get(
-            path, params={"cursor": _b64(["sessions", 5])}, headers=auth(admin_key)
+            path, params={"cursor": _sealed(["sessions", 5], db)}, headers=auth(admin_key)
         )
         assert r.status_code == 422, path
 
@@ -465,3 +479,24 @@ async def test_the_page_size_is_bounded(
     r = await client.get("/sessions", params={"limit": limit}, headers=auth(ingest_key))
     assert r.status_code == 422
     assert r.json()["error"]["field"] == "limit"
+
+
+async def test_a_cursor_tells_nothing_of_the_rows_behind_it(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, other_project_key: CreatedKey
+) -> None:
+    """Sessions are keyed by a row number every project's sessions share: read in the clear, a
+    cursor would tell one tenant how many sessions the others add."""
+    for n in range(3):
+        await _session(client, ingest_key, f"mine-{n}", "bot", n)
+    for n in range(20):
+        await _session(client, other_project_key, f"theirs-{n}", "bot", n)
+    first = await client.get("/sessions", params={"limit": 1}, headers=auth(ingest_key))
+    cursor = first.json()["nextCursor"]
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    assert b"sessions" not in raw and not raw.lstrip().startswith(b"[")
+    again = await client.get("/sessions", params={"limit": 1}, headers=auth(ingest_key))
+    assert again.json()["nextCursor"] != cursor, "sealed afresh each time"
+    pages = await client.get(
+        "/sessions", params={"limit": 5, "cursor": cursor}, headers=auth(ingest_key)
+    )
+    assert [s["id"] for s in pages.json()["sessions"]] == ["mine-1", "mine-0"]

@@ -1,10 +1,16 @@
 """Cursors of the list routes: an opaque token for "the rows after this one".
 
-A cursor is the base64url form of the last row's sort key, tagged with the list it came from.
-Keyset paging (`WHERE key < last ORDER BY key DESC`) reads a deep page as fast as the first
-and, the key being immutable, never skips or repeats a row when rows are added while a client
-pages. Clients pass `nextCursor` back as it is; its inside may change between versions.
-Anything that does not decode to a key of the right list is a 422 naming `cursor`.
+A cursor holds the last row's sort key, tagged with the list it came from. Keyset paging
+(`WHERE key < last ORDER BY key DESC`) reads a deep page as fast as the first and, the key being
+immutable, never skips or repeats a row when rows are added while a client pages. Clients pass
+`nextCursor` back as it is; its inside may change between versions. Anything that does not
+decode to a key of the right list is a 422 naming `cursor`.
+
+The key is sealed (AES-GCM, with a key derived from the server's secret keys for this purpose
+alone), not merely encoded: a sort key is often a row number every project's rows share, and
+read in the clear it would tell one tenant how many sessions or scores all the others add. A
+sealed cursor is also one no client can forge. Any server process with the same secret keys
+reads another's cursors, and rotation works as for secrets (the first key seals, all open).
 """
 
 from __future__ import annotations
@@ -12,12 +18,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from fastapi import Query
 
 from neens.errors import Unprocessable
+from neens.secrets import SecretBox
 
 Key = tuple[Any, ...]
 
@@ -37,11 +47,41 @@ def cursor_query(description: str = CURSOR_DESCRIPTION) -> Any:
     return Query(default=None, max_length=MAX_CURSOR_CHARS, description=description)
 
 
-def encode_cursor(kind: str, key: Key) -> str:
-    """The cursor for the rows after `key` in the list `kind`."""
+PURPOSE: Final = "neens list cursors"
+"""The HKDF info the cursor keys are derived with (`SecretBox.derived_keys`)."""
+_NONCE_BYTES: Final = 12
+_sealers: dict[int, tuple[tuple[bytes, ...], list[AESGCM]]] = {}
+"""The AES-GCM keys of each secret box, by its id (checked against its keys' bytes, as an id
+can be reused once a box is gone)."""
+
+
+def _keys_of(box: SecretBox) -> list[AESGCM]:
+    cached = _sealers.get(id(box))
+    if cached is None or cached[0] != box.raw:
+        cached = _sealers[id(box)] = (box.raw, [AESGCM(k) for k in box.derived_keys(PURPOSE)])
+    return cached[1]
+
+
+def encode_cursor(kind: str, key: Key, box: SecretBox) -> str:
+    """The cursor for the rows after `key` in the list `kind`, sealed with `box`'s first key."""
     values = [v.isoformat() if isinstance(v, datetime) else v for v in key]
     raw = json.dumps([kind, *values], separators=(",", ":"), ensure_ascii=True).encode()
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+    nonce = os.urandom(_NONCE_BYTES)
+    sealed = nonce + _keys_of(box)[0].encrypt(nonce, raw, kind.encode())
+    return base64.urlsafe_b64encode(sealed).rstrip(b"=").decode("ascii")
+
+
+def _opened(cursor: str, kind: str, box: SecretBox) -> bytes:
+    sealed = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    nonce, body = sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:]
+    if len(nonce) != _NONCE_BYTES:
+        raise _refuse()
+    for key in _keys_of(box):
+        try:
+            return key.decrypt(nonce, body, kind.encode())
+        except InvalidTag:
+            continue
+    raise _refuse()
 
 
 def _refuse() -> Unprocessable:
@@ -51,15 +91,17 @@ def _refuse() -> Unprocessable:
     )
 
 
-def decode_cursor(kind: str, cursor: str | None, shape: tuple[type, ...]) -> Key | None:
-    """The key `cursor` holds, checked against the list `kind` and its key's types (`int`,
-    `str` or `datetime`); None without a cursor."""
+def decode_cursor(
+    kind: str, cursor: str | None, shape: tuple[type, ...], box: SecretBox
+) -> Key | None:
+    """The key `cursor` holds, opened with `box` and checked against the list `kind` and its
+    key's types (`int`, `str` or `datetime`); None without a cursor."""
     if cursor is None:
         return None
     if not cursor.isascii() or len(cursor) > MAX_CURSOR_CHARS:
         raise _refuse()
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        raw = _opened(cursor, kind, box)
         decoded = json.loads(raw.decode("ascii"))
     except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError):
         raise _refuse() from None
@@ -89,5 +131,5 @@ def _value(value: object, kind: type) -> Any:
     return value
 
 
-def next_cursor(kind: str, key: Key | None) -> str | None:
-    return None if key is None else encode_cursor(kind, key)
+def next_cursor(kind: str, key: Key | None, box: SecretBox) -> str | None:
+    return None if key is None else encode_cursor(kind, key, box)

@@ -105,7 +105,7 @@ async def list_items(
     """The version's items in frozen order, a page at a time: pass `nextCursor` back as
     `cursor`, or `nextOffset` as `offset`. A version never changes, so both read the same
     pages, and either is as fast for the last page as for the first."""
-    after = decode_cursor(_ITEMS, cursor, (int,))
+    after = decode_cursor(_ITEMS, cursor, (int,), db.secrets)
     if after is not None and offset is not None:
         raise Unprocessable("give either cursor or offset, not both", field="cursor")
     start = after[0] + 1 if after is not None else offset or 0
@@ -116,5 +116,5 @@ async def list_items(
     return ItemList(
         items=[ItemOut(**asdict(i)) for i in page.items],
         next_offset=page.next_position,
-        next_cursor=next_cursor(_ITEMS, (page.items[-1].position,)) if more else None,
+        next_cursor=next_cursor(_ITEMS, (page.items[-1].position,), db.secrets) if more else None,
     )

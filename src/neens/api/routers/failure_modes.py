@@ -45,13 +45,13 @@ async def list_failure_modes(
     cursor: str | None = cursor_query(),
 ) -> FailureModeList:
     """The taxonomy, oldest first, each mode with how many sessions are confirmed in it."""
-    after = decode_cursor(_MODES, cursor, (datetime, str))
+    after = decode_cursor(_MODES, cursor, (datetime, str), db.secrets)
     infos, last = await store.list_failure_modes(
         db, principal.project_id, limit=limit, after=cast("store.ModeKey | None", after)
     )
     return FailureModeList(
         failure_modes=[FailureModeOut(**asdict(i)) for i in infos],
-        next_cursor=next_cursor(_MODES, last),
+        next_cursor=next_cursor(_MODES, last, db.secrets),
     )
 
 

@@ -28,7 +28,7 @@ async def list_insights(
 ) -> InsightList:
     """Newest first, one page at a time: pass `nextCursor` back as `cursor` (with the same
     `run_id`) for the next page."""
-    after = decode_cursor(_INSIGHTS, cursor, (datetime, str))
+    after = decode_cursor(_INSIGHTS, cursor, (datetime, str), db.secrets)
     infos, end = await insight_list(
         db,
         principal.project_id,
@@ -38,5 +38,5 @@ async def list_insights(
     )
     return InsightList(
         insights=[InsightOut(**asdict(i)) for i in infos],
-        next_cursor=next_cursor(_INSIGHTS, end),
+        next_cursor=next_cursor(_INSIGHTS, end, db.secrets),
     )

@@ -136,11 +136,13 @@ def preview_out(preview: views.SweepPreview) -> SweepPreviewOut:
 
 async def sweep_page(db: Database, project_id: str, *, limit: int, cursor: str | None) -> SweepList:
     """One page of the project's sweeps, newest first, after `cursor`."""
-    after = decode_cursor(_SWEEPS, cursor, (datetime, str))
+    after = decode_cursor(_SWEEPS, cursor, (datetime, str), db.secrets)
     views_, end = await views.list_sweeps(
         db, project_id, limit=limit, after=(after[0], after[1]) if after else None
     )
-    return SweepList(sweeps=[sweep_out(v) for v in views_], next_cursor=next_cursor(_SWEEPS, end))
+    return SweepList(
+        sweeps=[sweep_out(v) for v in views_], next_cursor=next_cursor(_SWEEPS, end, db.secrets)
+    )
 
 
 @router.post("/preview", operation_id="model_sweeps-preview")

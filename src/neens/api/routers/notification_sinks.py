@@ -54,7 +54,7 @@ async def list_deliveries(
 ) -> DeliveryList:
     """Every delivery to this sink, oldest first: delivered, still being retried, or failed for
     good. Pass `nextCursor` back as `cursor` for the next page."""
-    after = decode_cursor(_DELIVERIES, cursor, (int,))
+    after = decode_cursor(_DELIVERIES, cursor, (int,), db.secrets)
     infos, end = await store.list_deliveries(
         db, principal.project_id, sink_id, limit=limit, after=after[0] if after else None
     )
@@ -62,5 +62,5 @@ async def list_deliveries(
         deliveries=[
             DeliveryOut(**{k: v for k, v in asdict(i).items() if k != "sink_id"}) for i in infos
         ],
-        next_cursor=next_cursor(_DELIVERIES, None if end is None else (end,)),
+        next_cursor=next_cursor(_DELIVERIES, None if end is None else (end,), db.secrets),
     )

@@ -113,7 +113,7 @@ async def list_runs(
 ) -> PreprodList:
     """Newest first, one page at a time: pass `nextCursor` back as `cursor` (with the same
     `dataset_id`) for the next page."""
-    after = decode_cursor(_RUNS, cursor, (datetime, str))
+    after = decode_cursor(_RUNS, cursor, (datetime, str), db.secrets)
     infos, end = await run_list(
         db,
         principal.project_id,
@@ -121,7 +121,9 @@ async def list_runs(
         dataset_id=dataset_id,
         after=(after[0], after[1]) if after else None,
     )
-    return PreprodList(runs=[run_out(i) for i in infos], next_cursor=next_cursor(_RUNS, end))
+    return PreprodList(
+        runs=[run_out(i) for i in infos], next_cursor=next_cursor(_RUNS, end, db.secrets)
+    )
 
 
 @router.get("/{run_id:run_id}", operation_id="preprod_evals-get")
@@ -146,7 +148,7 @@ async def list_items(
 ) -> PreprodItemList:
     """The frozen prompts to drive the agent with, and each one's capture and verdict: every
     item in frozen order, or a page of `limit` items followed by `next_cursor`."""
-    after = decode_cursor(_ITEMS, cursor, (int,))
+    after = decode_cursor(_ITEMS, cursor, (int,), db.secrets)
     if after is not None and limit is None:
         limit = DEFAULT_ITEMS_PAGE
     items, end = await run_items_page(
@@ -154,7 +156,7 @@ async def list_items(
     )
     return PreprodItemList(
         items=[_item_out(i) for i in items],
-        next_cursor=next_cursor(_ITEMS, None if end is None else (end,)),
+        next_cursor=next_cursor(_ITEMS, None if end is None else (end,), db.secrets),
     )
 
 

@@ -62,7 +62,7 @@ async def get_scores(
 ) -> ScoreList:
     """Newest first, one page at a time: pass `nextCursor` back as `cursor` with the same
     filters for the next page."""
-    after = decode_cursor(_SCORES, cursor, (int,))
+    after = decode_cursor(_SCORES, cursor, (int,), db.secrets)
     infos, end = await list_scores(
         db,
         principal.project_id,
@@ -74,5 +74,5 @@ async def get_scores(
     )
     return ScoreList(
         scores=[ScoreOut(**asdict(i)) for i in infos],
-        next_cursor=next_cursor(_SCORES, None if end is None else (end,)),
+        next_cursor=next_cursor(_SCORES, None if end is None else (end,), db.secrets),
     )

@@ -226,7 +226,7 @@ async def sessions_page(
         raise Unprocessable("end must be after start", field="end")
     filt = SessionFilter(agent_name=agent_name, start=start, end=end, eval_run_id=eval_run_id)
     kind, shape = (_SESSIONS_BY_START, (datetime, int)) if by_start(filt) else (_SESSIONS, (int,))
-    after = decode_cursor(kind, cursor, shape)
+    after = decode_cursor(kind, cursor, shape, db.secrets)
     page, last = await session_list(
         db,
         principal.project_id,
@@ -235,7 +235,9 @@ async def sessions_page(
         after=cast("SessionKey | None", after),
         preview_chars=preview_chars,
     )
-    return SessionList(sessions=[session_out(s) for s in page], next_cursor=next_cursor(kind, last))
+    return SessionList(
+        sessions=[session_out(s) for s in page], next_cursor=next_cursor(kind, last, db.secrets)
+    )
 
 
 @router.get("/{session_id:path}", operation_id="sessions-get")
