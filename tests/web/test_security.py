@@ -344,3 +344,29 @@ async def test_a_form_is_taken_only_from_this_servers_own_origin(
         headers["Host"] = host
     r = await anonymous.post("/ui/sign-out", data={"csrf_token": token}, headers=headers)
     assert r.status_code == (303 if accepted else 403)
+
+
+async def test_signing_out_ends_the_session_for_every_copy_of_its_cookie(
+    site: Site, anonymous: httpx.AsyncClient
+) -> None:
+    """The cookie is signed, not stored: without a record of the sign-out, a copy taken before
+    (from a shared machine, a proxy log) kept reading and posting for the rest of its 12 hours."""
+    await sign_in(anonymous, site.admin)
+    token = csrf_of(await page(anonymous, "/ui/datasets"))
+    async with httpx.AsyncClient(base_url=site.url, timeout=30) as copy:
+        copy.cookies.update(anonymous.cookies)
+        assert (await copy.get("/ui/datasets")).status_code == 200
+        out = await anonymous.post("/ui/sign-out", data={"csrf_token": token})
+        assert (out.status_code, out.headers["location"]) == (303, "/ui/sign-in")
+        after = await copy.get("/ui/datasets")
+        assert after.status_code == 303 and after.headers["location"].startswith("/ui/sign-in")
+        sc = site.scenario
+        action = f"/ui/datasets/{sc.dataset_id}/versions/{sc.first_version_id}/golden"
+        posted = await copy.post(action, data={"csrf_token": token})
+        assert posted.status_code in (303, 403) and "/ui/sign-in" in posted.headers.get(
+            "location", "/ui/sign-in"
+        )
+        dataset = await twin(copy, site.admin, f"/datasets/{sc.dataset_id}")
+        assert dataset["goldenVersionId"] == sc.version_id, "the copy changed nothing"
+    await sign_in(anonymous, site.admin)  # a new session, with a new form token, works
+    assert (await anonymous.get("/ui/datasets")).status_code == 200

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
-from neens.store.db import Database
+from neens.store.db import Database, upsert_insert
 from neens.store.ids import new_id
-from neens.store.models import ApiKey, Company, Project
+from neens.store.models import ApiKey, Company, PageSignOut, Project
 from neens.store.types import utcnow
 
 Role = Literal["ingest", "admin"]
@@ -172,20 +172,30 @@ class SignedIn:
     display_prefix: str
 
 
-async def signed_in(db: Database, key_id: str) -> SignedIn | None:
-    """The key with id `key_id` while it is valid; None once it is revoked (or never existed).
+def session_hash(form_token: str) -> str:
+    """What is stored of a signed-out page session: the SHA-256 of its form token."""
+    return hashlib.sha256(form_token.encode()).hexdigest()
+
+
+async def signed_in(db: Database, key_id: str, form_token: str | None = None) -> SignedIn | None:
+    """The key with id `key_id` while it is valid; None once it is revoked (or never existed),
+    or once the page session whose form token is `form_token` was signed out.
 
     Read from the database on every call, without `resolve_key`'s memory: a page session ends
-    on the first request after its key is revoked, in any process."""
+    on the first request after its key is revoked or it is signed out, in any process."""
+    query = (
+        select(ApiKey, Project, Company.name)
+        .join(Project, Project.id == ApiKey.project_id)
+        .join(Company, Company.id == Project.company_id)
+        .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
+    )
+    if form_token is not None:
+        signed_out = select(PageSignOut.session_hash).where(
+            PageSignOut.session_hash == session_hash(form_token)
+        )
+        query = query.where(~signed_out.exists())
     async with db.read() as s:
-        row = (
-            await s.execute(
-                select(ApiKey, Project, Company.name)
-                .join(Project, Project.id == ApiKey.project_id)
-                .join(Company, Company.id == Project.company_id)
-                .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
-            )
-        ).first()
+        row = (await s.execute(query)).first()
     if row is None:
         return None
     key, project, company = row
@@ -193,3 +203,15 @@ async def signed_in(db: Database, key_id: str) -> SignedIn | None:
         raise ValueError(f"key {key.id} has an unknown role {key.role!r} in the database")
     principal = Principal(key.id, project.company_id, project.id, key.role)
     return SignedIn(principal, company, project.name, key.display_prefix)
+
+
+async def sign_out(db: Database, key_id: str, form_token: str, expires_at: datetime) -> None:
+    """Remember that the page session with `form_token` is over, until it would have expired
+    anyway; sign-outs already past that are forgotten on the way."""
+    async with db.write() as s:
+        await s.execute(delete(PageSignOut).where(PageSignOut.expires_at < utcnow()))
+        await s.execute(
+            upsert_insert(s, PageSignOut)
+            .values(session_hash=session_hash(form_token), key_id=key_id, expires_at=expires_at)
+            .on_conflict_do_nothing(index_elements=["session_hash"])
+        )

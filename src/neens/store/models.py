@@ -84,6 +84,18 @@ class ApiKey(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
+class PageSignOut(Base):
+    """A pages session that was signed out, kept until it would have expired: its cookie, copied
+    elsewhere, must not keep working after the browser that held it signed out."""
+
+    __tablename__ = "page_sign_outs"
+
+    session_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """SHA-256 of the session's form token, which is random and new at every sign-in."""
+    key_id: Mapped[str] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"))
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+
+
 class Dataset(Base):
     __tablename__ = "datasets"
     __table_args__ = (UniqueConstraint("project_id", "name"),)

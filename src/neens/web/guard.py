@@ -119,7 +119,7 @@ async def current_viewer(request: Request) -> Viewer:
     if session is None or session.key_id is None:
         stale = session is None and cookies.COOKIE in request.cookies
         raise SignInRequired(_here(request), clear=stale)
-    who = await signed_in(db_of(request), session.key_id)
+    who = await signed_in(db_of(request), session.key_id, session.csrf)
     if who is None:
         raise SignInRequired(_here(request), clear=True)
     return Viewer(who, session)

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
 from neens.store.keys import resolve_key, signed_in
+from neens.store.keys import sign_out as end_session
 from neens.web import cookies
 from neens.web.guard import (
     HOME,
@@ -36,7 +38,7 @@ async def sign_in_page(
 ) -> Response:
     session = read_session(request)
     if session is not None and session.key_id is not None:
-        if await signed_in(db_of(request), session.key_id) is not None:
+        if await signed_in(db_of(request), session.key_id, session.csrf) is not None:
             return RedirectResponse(safe_next(next), status_code=303)
         session = None
     if session is None:
@@ -86,6 +88,9 @@ async def sign_out(request: Request) -> Response:
     session = read_session(request)
     if session is not None and session.key_id is not None:
         await read_form(request, session)
+        # Ends the session itself, not only this browser's copy of its cookie.
+        ends = datetime.fromtimestamp(session.issued_at + cookies.LIFETIME_S, UTC)
+        await end_session(db_of(request), session.key_id, session.csrf, ends)
     response = RedirectResponse(SIGN_IN, status_code=303)
     clear_session_cookie(response, request)
     return response
