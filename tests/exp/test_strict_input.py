@@ -195,31 +195,27 @@ def test_too_short_a_start_of_an_id_says_so(project: Project) -> None:
         )
 
 
-def test_an_answer_that_is_not_utf8_is_an_agent_error_naming_the_byte(
-    project: Project, database_url: str
+@pytest.mark.parametrize(
+    ("writes", "error"),
+    [
+        (
+            "sys.stdout.buffer.write(b'caf\\xe9 ' + sys.stdin.read().upper().encode())",
+            "the answer is not UTF-8 text (byte 0xe9 at offset 3 of standard output)",
+        ),
+        (
+            "sys.stdout.write('ok\\x00' + sys.stdin.read().upper())",
+            "the answer contains a NUL character (\\x00) at offset 2",
+        ),
+    ],
+    ids=["not-utf8", "nul"],
+)
+def test_an_answer_no_store_can_hold_is_an_agent_error_naming_where(
+    project: Project, database_url: str, writes: str, error: str
 ) -> None:
-    (project.path / "bytes.py").write_text(
-        "import sys\nsys.stdout.buffer.write(b'caf\\xe9 ' + sys.stdin.read().upper().encode())\n"
-    )
-    project.write_spec(task={"kind": "command", "command": f"{sys.executable} bytes.py"})
+    """Replacing the bytes would grade (and store) an answer the agent never gave."""
+    (project.path / "answer.py").write_text(f"import sys\n{writes}\n")
+    project.write_spec(task={"kind": "command", "command": f"{sys.executable} answer.py"})
     done = project.exp_json("run", "spec.json")
     assert done["errors"] == {"infra": 0, "agent": 4} and done["graded"] == 0
     saved = saved_trials(database_url, done["id"])
-    assert {(t.status, t.output, t.error) for t in saved} == {
-        ("error", None, "the answer is not UTF-8 text (byte 0xe9 at offset 3 of standard output)")
-    }
-
-
-def test_an_answer_holding_a_nul_is_an_agent_error_naming_its_offset(
-    project: Project, database_url: str
-) -> None:
-    (project.path / "nul.py").write_text(
-        "import sys\nsys.stdout.write('ok\\x00' + sys.stdin.read().upper())\n"
-    )
-    project.write_spec(task={"kind": "command", "command": f"{sys.executable} nul.py"})
-    done = project.exp_json("run", "spec.json")
-    assert done["errors"] == {"infra": 0, "agent": 4} and done["graded"] == 0
-    saved = saved_trials(database_url, done["id"])
-    assert {(t.status, t.output, t.error) for t in saved} == {
-        ("error", None, "the answer contains a NUL character (\\x00) at offset 2")
-    }
+    assert {(t.status, t.output, t.error) for t in saved} == {("error", None, error)}
