@@ -51,8 +51,7 @@ def _refused(project: Project, *args: str) -> str:
                 "task": {"kind": "command", "command": "true"},
                 "graders": [{"kind": "regex", "pattern": "("}],
             },
-            "spec.json: graders[0].pattern: pattern does not compile: missing ), unterminated "
-            "subpattern at position 0",
+            "spec.json: graders[0].pattern: pattern does not compile: missing ) at position 1",
         ),
         (
             {"dataset": "qa", "task": {"kind": "ssh"}},
