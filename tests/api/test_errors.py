@@ -243,6 +243,27 @@ async def test_a_body_that_is_not_json_on_a_json_route_is_a_415(
     assert ok.status_code == 201
 
 
+@pytest.mark.parametrize("charset", ["latin-1", "UTF-16", '"iso-8859-1"'])
+async def test_json_in_another_charset_than_utf8_is_a_415_naming_content_type(
+    client: httpx.AsyncClient, ingest_key: CreatedKey, charset: str
+) -> None:
+    """It was read as UTF-8 anyway: a 400 that named no position, or a UTF-16 body taken."""
+    name = charset.strip('"').lower()
+    r = await client.post(
+        "/datasets",
+        content='{"name": "café"}'.encode(name),
+        headers={**auth(ingest_key), "Content-Type": f"application/json; charset={charset}"},
+    )
+    assert r.status_code == 415, r.text
+    error = r.json()["error"]
+    assert error["field"] == "Content-Type"
+    assert error["message"].startswith(
+        f"this route reads JSON in UTF-8 (as JSON is exchanged), not charset={name};"
+    )
+    listed = await client.get("/datasets", headers=auth(ingest_key))
+    assert listed.json()["datasets"] == []
+
+
 async def test_a_405_names_every_method_of_the_path(
     client: httpx.AsyncClient, ingest_key: CreatedKey
 ) -> None:

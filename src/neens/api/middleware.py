@@ -215,7 +215,9 @@ def json_depth_exceeds(body: bytes, limit: int) -> bool:
 class JsonBodyMiddleware(HttpMiddleware):
     """JSON bodies nested deeper than `MAX_JSON_DEPTH` are a clean 400 before parsing, and so
     are bodies that give a key twice in one object: JSON readers disagree on which value counts
-    (Python's keeps the last), so `{"items": [a], "items": [b, c]}` would drop `a` unsaid.
+    (Python's keeps the last), so `{"items": [a], "items": [b, c]}` would drop `a` unsaid. A
+    declared charset other than UTF-8 is a 415: JSON is exchanged in UTF-8, and the body would
+    otherwise be read as UTF-8 anyway.
 
     Paths in `own_decoders` read and bound their bodies themselves (OTLP, possibly gzip).
     """
@@ -238,6 +240,15 @@ class JsonBodyMiddleware(HttpMiddleware):
             or headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
         ):
             await self.app(scope, receive, send)
+            return
+        charset = _charset(headers.get("content-type", ""))
+        if charset is not None and charset not in ("utf-8", "utf8"):
+            error = UnsupportedMediaType(
+                f"this route reads JSON in UTF-8 (as JSON is exchanged), not charset={charset}; "
+                "send the body as UTF-8 with Content-Type: application/json",
+                field="Content-Type",
+            )
+            await send_error(error, scope, receive, send)
             return
         chunks: list[bytes] = []
         while True:
@@ -265,6 +276,15 @@ class JsonBodyMiddleware(HttpMiddleware):
             await send_error(error, scope, receive, send)
             return
         await self.app(scope, _replay({"type": "http.request", "body": body}, receive), send)
+
+
+def _charset(content_type: str) -> str | None:
+    """The `charset` parameter of a Content-Type, lower-cased and unquoted, or None."""
+    for parameter in content_type.split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower()
+    return None
 
 
 def _key_given_twice(body: bytes) -> str | None:
