@@ -243,12 +243,12 @@ class JsonBodyMiddleware(HttpMiddleware):
             return
         charset = _charset(headers.get("content-type", ""))
         if charset is not None and charset not in ("utf-8", "utf8"):
-            error = UnsupportedMediaType(
+            refusal = UnsupportedMediaType(
                 f"this route reads JSON in UTF-8 (as JSON is exchanged), not charset={charset}; "
                 "send the body as UTF-8 with Content-Type: application/json",
                 field="Content-Type",
             )
-            await send_error(error, scope, receive, send)
+            await send_error(refusal, scope, receive, send)
             return
         chunks: list[bytes] = []
         while True:
