@@ -144,3 +144,16 @@ async def test_turning_sharing_on_at_once_in_a_new_project_answers_every_request
     assert [r.status_code for r in responses] == [200] * RACERS, [r.text for r in responses]
     settings = await client.get("/share-links/settings", headers=auth(admin_key))
     assert settings.json() == {"enabled": True}
+
+
+async def test_creating_one_sink_name_at_once_makes_one_sink(
+    client: httpx.AsyncClient, admin_key: CreatedKey
+) -> None:
+    def send(i: int) -> Awaitable[httpx.Response]:
+        body = {"name": "team", "url": f"http://127.0.0.1:9/hook{i}"}
+        return client.post("/notification-sinks", json=body, headers=auth(admin_key))
+
+    responses = await race(send)
+    winner = one_wins_the_rest_conflict(responses, await send(0), 201)
+    listed = (await client.get("/notification-sinks", headers=auth(admin_key))).json()
+    assert [s["id"] for s in listed["notificationSinks"]] == [winner["id"]]

@@ -140,3 +140,61 @@ def test_commands_started_at_once_on_a_new_sqlite_store_all_migrate_it(tmp_path:
             failures.append(stderr.strip().splitlines()[-1])
     assert failures == []
     assert asyncio.run(migrate.current_revision(url)) == migrate.HEAD_REVISION
+
+
+async def test_sinks_sharing_a_name_are_told_apart_when_names_become_unique(
+    database_url: str,
+) -> None:
+    """0024: the oldest keeps the name, later ones take the first free `NAME (n)`; nothing is
+    deleted, and another project's sink of the same name is left alone."""
+    await migrate.downgrade(database_url, "0023")
+    engine = make_engine(database_url)
+    sinks = [
+        ("sink_a", "prj_1", "hook", 1),
+        ("sink_b", "prj_1", "hook", 2),
+        ("sink_c", "prj_1", "hook (2)", 3),
+        ("sink_d", "prj_1", "hook", 4),
+        ("sink_e", "prj_2", "hook", 5),
+    ]
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                text(
+                    "INSERT INTO companies (id, name, created_at) "
+                    "VALUES ('co_1', 'Acme', CURRENT_TIMESTAMP)"
+                )
+            )
+            for project in ("prj_1", "prj_2"):
+                await conn.execute(
+                    text(
+                        "INSERT INTO projects (id, company_id, name, created_at) "
+                        "VALUES (:id, 'co_1', :id, CURRENT_TIMESTAMP)"
+                    ),
+                    {"id": project},
+                )
+            for ident, project, name, minute in sinks:
+                await conn.execute(
+                    text(
+                        "INSERT INTO notification_sinks (id, project_id, name, url, headers, "
+                        "created_at) VALUES (:id, :project, :name, 'http://127.0.0.1:9/h', '{}', "
+                        ":at)"
+                    ),
+                    {
+                        "id": ident,
+                        "project": project,
+                        "name": name,
+                        "at": f"2026-12-03 10:{minute:02d}:00+00:00",
+                    },
+                )
+        await migrate.upgrade(database_url)
+        async with engine.connect() as conn:
+            rows = (await conn.execute(text("SELECT id, name FROM notification_sinks"))).all()
+    finally:
+        await engine.dispose()
+    assert dict(rows) == {
+        "sink_a": "hook",
+        "sink_b": "hook (3)",
+        "sink_c": "hook (2)",
+        "sink_d": "hook (4)",
+        "sink_e": "hook",
+    }

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from neens.errors import Conflict
 from neens.store.db import Database
 from neens.store.ids import new_id
 from neens.store.jobs import JobKind, enqueue
@@ -117,18 +118,36 @@ async def list_insights(
     ], end
 
 
+SINK_NAME_UNIQUE = "uq_notification_sinks_project_id_name"
+"""The constraint that keeps sink names unique in a project (`Database.write_unique`)."""
+
+
 async def create_sink(
     db: Database, project_id: str, *, name: str, url: str, headers: dict[str, str]
 ) -> SinkInfo:
-    row = NotificationSink(
-        id=new_id("sink_"),
-        project_id=project_id,
-        name=name,
-        url=url,
-        headers=db.secrets.seal_headers(headers),
-    )
-    async with db.write() as s:
+    """A new sink; 409 when the project has one of that name (two would be told apart in its
+    deliveries only by id)."""
+    sealed = db.secrets.seal_headers(headers)
+
+    async def work(s: AsyncSession) -> NotificationSink:
+        taken = await s.scalar(
+            select(NotificationSink.id).where(
+                owned_by(NotificationSink, project_id), NotificationSink.name == name
+            )
+        )
+        if taken is not None:
+            raise Conflict(
+                f"a notification sink named {name!r} already exists ({taken}); pick another "
+                "name, or delete that one first",
+                field="name",
+            )
+        row = NotificationSink(
+            id=new_id("sink_"), project_id=project_id, name=name, url=url, headers=sealed
+        )
         s.add(row)
+        return row
+
+    row = await db.write_unique(work, SINK_NAME_UNIQUE)
     return SinkInfo(row.id, row.name, row.url, sorted(headers), row.created_at)
 
 

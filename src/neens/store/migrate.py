@@ -33,7 +33,7 @@ PG_MIGRATION_LOCK = 0x4E45454E53
 """Advisory-lock key so that several servers starting at once migrate one after another (on
 SQLite, the database's own write lock, taken for the whole upgrade, does the same)."""
 
-HEAD_REVISION: Final = "0023"
+HEAD_REVISION: Final = "0024"
 """The newest migration's revision (migrations/versions/): a new migration changes it too, and
 tests/store/test_migrations.py holds it to the scripts' own head."""
 

@@ -661,6 +661,7 @@ class Insight(Base):
 
 class NotificationSink(Base):
     __tablename__ = "notification_sinks"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))

@@ -29,7 +29,7 @@ class InsightList(ResponseBody):
 
 class SinkCreate(RequestBody):
     name: NameStr = Field(min_length=1, max_length=200)
-    """A name for the sink."""
+    """A name unique within the project (`409` when it is taken)."""
     url: HttpUrl
     """The webhook insights are POSTed to as JSON."""
     headers: Headers = Field(default_factory=dict)
