@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -49,6 +49,10 @@ class SecretBox:
     keys: MultiFernet
     raw: tuple[bytes, ...] = ()
     """The keys' bytes, in the configured order, for `derived_keys`."""
+    _derived: dict[str, list[bytes]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """`derived_keys` by purpose, derived once: every page request and list page needs them."""
 
     def seal(self, value: str) -> str:
         return PREFIX + self.primary.encrypt(value.encode()).decode("ascii")
@@ -77,14 +81,20 @@ class SecretBox:
 
     def derived_keys(self, purpose: str) -> list[bytes]:
         """One 32-byte key per configured key, in the same order, for another use than
-        encrypting secrets (the pages' signed cookies): HKDF-SHA256 with `purpose` as its info,
-        so a key derived for one purpose reveals nothing of the secret keys or of another
-        purpose's keys. The first signs; all verify, so rotation works as it does for secrets.
+        encrypting secrets (the pages' signed cookies, list cursors): HKDF-SHA256 with `purpose`
+        as its info, so a key derived for one purpose reveals nothing of the secret keys or of
+        another purpose's keys. The first signs; all verify, so rotation works as it does for
+        secrets.
         """
-        return [
-            HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=purpose.encode()).derive(key)
-            for key in self.raw
-        ]
+        keys = self._derived.get(purpose)
+        if keys is None:
+            keys = self._derived[purpose] = [
+                HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=purpose.encode()).derive(
+                    key
+                )
+                for key in self.raw
+            ]
+        return keys
 
     def seal_headers(self, headers: dict[str, str]) -> dict[str, str]:
         return {name: self.seal(value) for name, value in headers.items()}

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from neens.store.keys import CreatedKey
 from tests.api.test_failure_modes import annotate, new_mode, new_session
@@ -79,17 +80,21 @@ async def test_listing_judges_at_once_in_a_new_project_makes_one_primary_score(
     assert len([j for j in listed if j["isPrimary"]]) == 1
 
 
-async def test_creating_one_connection_name_at_once_makes_one_connection(
-    client: httpx.AsyncClient, admin_key: CreatedKey
+@pytest.mark.parametrize(
+    ("path", "listed_as"),
+    [("/agent-connections", "agentConnections"), ("/notification-sinks", "notificationSinks")],
+)
+async def test_creating_one_connection_or_sink_name_at_once_makes_one(
+    client: httpx.AsyncClient, admin_key: CreatedKey, path: str, listed_as: str
 ) -> None:
     def send(i: int) -> Awaitable[httpx.Response]:
         body = {"name": "support", "url": f"http://127.0.0.1:9/agent{i}"}
-        return client.post("/agent-connections", json=body, headers=auth(admin_key))
+        return client.post(path, json=body, headers=auth(admin_key))
 
     responses = await race(send)
     winner = one_wins_the_rest_conflict(responses, await send(0), 201)
-    listed = (await client.get("/agent-connections", headers=auth(admin_key))).json()
-    assert [c["id"] for c in listed["agentConnections"]] == [winner["id"]]
+    listed = (await client.get(path, headers=auth(admin_key))).json()
+    assert [c["id"] for c in listed[listed_as]] == [winner["id"]]
 
 
 async def test_renaming_connections_onto_one_name_at_once_renames_one(
@@ -144,16 +149,3 @@ async def test_turning_sharing_on_at_once_in_a_new_project_answers_every_request
     assert [r.status_code for r in responses] == [200] * RACERS, [r.text for r in responses]
     settings = await client.get("/share-links/settings", headers=auth(admin_key))
     assert settings.json() == {"enabled": True}
-
-
-async def test_creating_one_sink_name_at_once_makes_one_sink(
-    client: httpx.AsyncClient, admin_key: CreatedKey
-) -> None:
-    def send(i: int) -> Awaitable[httpx.Response]:
-        body = {"name": "team", "url": f"http://127.0.0.1:9/hook{i}"}
-        return client.post("/notification-sinks", json=body, headers=auth(admin_key))
-
-    responses = await race(send)
-    winner = one_wins_the_rest_conflict(responses, await send(0), 201)
-    listed = (await client.get("/notification-sinks", headers=auth(admin_key))).json()
-    assert [s["id"] for s in listed["notificationSinks"]] == [winner["id"]]

@@ -50,16 +50,10 @@ def cursor_query(description: str = CURSOR_DESCRIPTION) -> Any:
 PURPOSE: Final = "neens list cursors"
 """The HKDF info the cursor keys are derived with (`SecretBox.derived_keys`)."""
 _NONCE_BYTES: Final = 12
-_sealers: dict[int, tuple[tuple[bytes, ...], list[AESGCM]]] = {}
-"""The AES-GCM keys of each secret box, by its id (checked against its keys' bytes, as an id
-can be reused once a box is gone)."""
 
 
 def _keys_of(box: SecretBox) -> list[AESGCM]:
-    cached = _sealers.get(id(box))
-    if cached is None or cached[0] != box.raw:
-        cached = _sealers[id(box)] = (box.raw, [AESGCM(k) for k in box.derived_keys(PURPOSE)])
-    return cached[1]
+    return [AESGCM(key) for key in box.derived_keys(PURPOSE)]
 
 
 def encode_cursor(kind: str, key: Key, box: SecretBox) -> str:

@@ -74,7 +74,6 @@ def create_web_app(shared: State) -> FastAPI:
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.shared = shared
     app.state.templates = environment()
-    app.state.signing_keys = {}
     app.add_middleware(UnstorablePageParameters)
     # Outside the pages' own handlers but inside this app's Starlette fallback, which would
     # answer plain text: an unexpected failure is logged with an id and answered as a page.

@@ -95,13 +95,8 @@ def worker_of(request: Request) -> Worker:
 
 
 def signing_keys(request: Request) -> list[bytes]:
-    """The cookie keys, derived once per secret box (a server has one for its lifetime)."""
-    box = db_of(request).secrets
-    cache: dict[int, list[bytes]] = request.app.state.signing_keys
-    keys = cache.get(id(box))
-    if keys is None:
-        keys = cache[id(box)] = box.derived_keys(cookies.PURPOSE)
-    return keys
+    """The cookie keys (derived once per secret box, which a server keeps for its lifetime)."""
+    return db_of(request).secrets.derived_keys(cookies.PURPOSE)
 
 
 def read_session(request: Request) -> PageSession | None:
