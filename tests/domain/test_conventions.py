@@ -309,6 +309,12 @@ def test_the_first_token_attribute_present_decides_even_when_malformed() -> None
         ("llm.token_count.completion", "output"),
         ("gen_ai.usage.output_tokens", "output"),
         ("gen_ai.usage.completion_tokens", "output"),
+        ("llm.token_count.prompt_details.cache_read", "cache_read"),
+        ("gen_ai.usage.cache_read.input_tokens", "cache_read"),
+        ("gen_ai.usage.cache_read_input_tokens", "cache_read"),
+        ("llm.token_count.prompt_details.cache_write", "cache_write"),
+        ("gen_ai.usage.cache_creation.input_tokens", "cache_write"),
+        ("gen_ai.usage.cache_creation_input_tokens", "cache_write"),
     ],
 )
 def test_each_token_spelling_is_read(key: str, side: str) -> None:

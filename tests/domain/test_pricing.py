@@ -225,3 +225,119 @@ def test_every_snapshot_price_is_exactly_what_genai_prices_calculates() -> None:
         shortcut += _plain_token_rates(info.get_prices(JAN_2025)) is not None
     assert compared > 1_000
     assert shortcut > 100, "the plain-rate shortcut was never exercised"
+
+
+def _library_usd(model: str, provider: str, **usage: int) -> float:
+    from genai_prices import Usage, calc_price
+
+    return float(
+        calc_price(
+            Usage(**usage), model_ref=model, provider_id=provider, genai_request_timestamp=JAN_2025
+        ).total_price
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "provider", "cached"),
+    [
+        ("gpt-4o-2024-08-06", "openai", {"cache_read_tokens": 1_024}),
+        ("claude-3-5-sonnet-latest", "anthropic", {"cache_read_tokens": 9_000}),
+        (
+            "claude-3-5-sonnet-latest",
+            "anthropic",
+            {"cache_read_tokens": 6_000, "cache_write_tokens": 3_000},
+        ),
+    ],
+)
+def test_prompt_cache_tokens_are_priced_at_the_cache_rates(
+    model: str, provider: str, cached: dict[str, int]
+) -> None:
+    """Input tokens count the cached ones (every convention says so, as genai-prices does);
+    pricing all of them at the full input rate overstated a cached call up to 4.4 times."""
+    view = llm_view(
+        model=model, provider=provider, input_tokens=10_000, output_tokens=100, **cached
+    )
+    cost = span_cost(view, PriceBook())
+    expected = _library_usd(model, provider, input_tokens=10_000, output_tokens=100, **cached)
+    assert cost.usd == expected
+    full_rate = _library_usd(model, provider, input_tokens=10_000, output_tokens=100)
+    assert cost.usd != full_rate
+
+
+def test_more_cached_tokens_than_input_tokens_is_unpriced_and_says_why() -> None:
+    view = llm_view(input_tokens=100, cache_read_tokens=80, cache_write_tokens=40)
+    cost = span_cost(view, PriceBook())
+    assert cost.usd is None
+    assert cost.unpriced_reason is not None
+    assert "120 prompt-cache tokens, more than its 100 input tokens" in cost.unpriced_reason
+
+
+def test_an_override_bills_cached_input_tokens_at_its_input_rate() -> None:
+    book = PriceBook({"gpt-4o": Price(2.0, 8.0)})
+    view = llm_view(input_tokens=1_000, output_tokens=500, cache_read_tokens=900)
+    assert span_cost(view, book).usd == pytest.approx((1_000 * 2.0 + 500 * 8.0) / 1e6)
+
+
+@pytest.mark.parametrize(
+    ("semconv", "genai_prices_id"),
+    [
+        ("anthropic", "anthropic"),
+        ("aws.bedrock", "aws"),
+        ("azure.ai.inference", "azure"),
+        ("azure.ai.openai", "azure"),
+        ("cohere", "cohere"),
+        ("deepseek", "deepseek"),
+        ("gcp.gemini", "google"),
+        ("gcp.gen_ai", "google"),
+        ("gcp.vertex_ai", "google"),
+        ("groq", "groq"),
+        ("mistral_ai", "mistral"),
+        ("openai", "openai"),
+        ("perplexity", "perplexity"),
+        ("x_ai", "x-ai"),
+    ],
+)
+def test_each_semantic_convention_provider_is_priced_by_its_own_host(
+    semconv: str, genai_prices_id: str
+) -> None:
+    """`gen_ai.provider.name` values are OpenTelemetry's, not genai-prices' ids: each must reach
+    the host it names (genai-prices alone read `azure.ai.openai` as OpenAI's own API)."""
+    snapshot = data_snapshot.get_snapshot()
+    host = next(p for p in snapshot.providers if p.id == genai_prices_id)
+    book = PriceBook()
+    checked = 0
+    for model in host.models:
+        try:
+            expected = _library_usd(
+                model.id, genai_prices_id, input_tokens=123_456, output_tokens=7_890
+            )
+        except (LookupError, ValueError):
+            continue
+        assert book.cost(model.id, semconv, 123_456, 7_890, JAN_2025)[0] == expected, model.id
+        checked += 1
+        if checked == 5:
+            break
+    assert checked > 0
+
+
+def test_azure_openai_models_are_priced_at_azures_price_not_openais() -> None:
+    snapshot = data_snapshot.get_snapshot()
+    azure = next(p for p in snapshot.providers if p.id == "azure")
+    differing = []
+    for model in azure.models:
+        try:
+            at_azure = _library_usd(model.id, "azure", input_tokens=10**6, output_tokens=10**6)
+            at_openai = _library_usd(model.id, "openai", input_tokens=10**6, output_tokens=10**6)
+        except (LookupError, ValueError):
+            continue
+        if at_azure != at_openai:
+            differing.append((model.id, at_azure))
+    assert differing, "no model priced differently at Azure: the test would prove nothing"
+    book = PriceBook()
+    for model, at_azure in differing:
+        assert book.cost(model, "azure.ai.openai", 10**6, 10**6, JAN_2025)[0] == at_azure
+
+
+def test_a_provider_genai_prices_does_not_know_stays_unpriced() -> None:
+    with pytest.raises(PriceLookupError, match="ibm.watsonx.ai"):
+        PriceBook().cost("granite-3-8b-instruct", "ibm.watsonx.ai", 10, 10, JAN_2025)

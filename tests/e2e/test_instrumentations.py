@@ -45,9 +45,16 @@ QUESTION = "What is the weather in Paris?"
 ANSWER = "It is sunny in Paris."
 SERVED_MODEL = "gpt-4o-mini-2024-07-18"
 USAGE = [(150, 20), (193, 12)]  # 343 input and 32 output tokens in all
+CACHED = 128
+"""Of the second call's input tokens, those the provider served from its prompt cache."""
+SENDS_CACHED = {"openinference", "openllmetry", "traceloop", "logfire"}
+"""The instrumentations that report the cached count; the others (the GenAI openai-v2 package
+and the JS one, as tested) report only the total, which Neens prices at the full input rate."""
 
 
-def _completion(message: dict[str, Any], usage: tuple[int, int], finish: str) -> dict[str, Any]:
+def _completion(
+    message: dict[str, Any], usage: tuple[int, int], finish: str, cached: int = 0
+) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{finish}",
         "object": "chat.completion",
@@ -58,6 +65,7 @@ def _completion(message: dict[str, Any], usage: tuple[int, int], finish: str) ->
             "prompt_tokens": usage[0],
             "completion_tokens": usage[1],
             "total_tokens": sum(usage),
+            "prompt_tokens_details": {"cached_tokens": cached},
         },
     }
 
@@ -65,7 +73,8 @@ def _completion(message: dict[str, Any], usage: tuple[int, int], finish: str) ->
 def _provider(body: dict[str, Any]) -> Reply:
     """Ask for the tool first; answer once the tool's result is in the conversation."""
     if any(message.get("role") == "tool" for message in body["messages"]):
-        return Reply(body=_completion({"role": "assistant", "content": ANSWER}, USAGE[1], "stop"))
+        answer = {"role": "assistant", "content": ANSWER}
+        return Reply(body=_completion(answer, USAGE[1], "stop", cached=CACHED))
     call = {
         "id": "call_1",
         "type": "function",
@@ -220,8 +229,11 @@ def test_each_instrumentation_gives_the_same_session_and_passes_its_run(
         assert (session["input"], session["output"]) == (QUESTION, ANSWER)
         assert session["models"] == [SERVED_MODEL]
         assert (session["inputTokens"], session["outputTokens"]) == (343, 32)
-        # gpt-4o-mini at $0.15 / $0.60 per million tokens (genai-prices).
-        assert session["costUsd"] == pytest.approx((343 * 0.15 + 32 * 0.60) / 1e6, rel=1e-9)
+        # gpt-4o-mini at $0.15 / $0.60 per million tokens, $0.075 a cached one (genai-prices).
+        cached = CACHED if mode in SENDS_CACHED else 0
+        assert session["costUsd"] == pytest.approx(
+            ((343 - cached) * 0.15 + cached * 0.075 + 32 * 0.60) / 1e6, rel=1e-9
+        )
         assert session["costStatus"] == "priced"
         assert session["stepCount"] == 3
         assert session["warnings"] == []

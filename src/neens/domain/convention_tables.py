@@ -67,6 +67,12 @@ class Convention:
     provider_keys: tuple[str, ...] = ()
     input_token_keys: tuple[str, ...] = ()
     output_token_keys: tuple[str, ...] = ()
+    cache_read_token_keys: tuple[str, ...] = ()
+    """Input tokens served from the provider's prompt cache: part of the input count, billed at
+    the cache-read rate."""
+    cache_write_token_keys: tuple[str, ...] = ()
+    """Input tokens written to the prompt cache: part of the input count, billed at the
+    cache-write rate."""
 
     def speaks_in(self, keys: Iterable[str]) -> bool:
         """Whether any of `keys` (a span's attribute keys) is one this convention reads."""
@@ -134,6 +140,8 @@ OPENINFERENCE: Final = Convention(
     provider_keys=("llm.provider", "llm.system"),
     input_token_keys=("llm.token_count.prompt",),
     output_token_keys=("llm.token_count.completion",),
+    cache_read_token_keys=("llm.token_count.prompt_details.cache_read",),
+    cache_write_token_keys=("llm.token_count.prompt_details.cache_write",),
 )
 
 
@@ -186,6 +194,15 @@ GENAI: Final = Convention(
     provider_keys=("gen_ai.provider.name", "gen_ai.system"),
     input_token_keys=("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
     output_token_keys=("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+    # The semantic conventions' spelling, then OpenLLMetry's older one.
+    cache_read_token_keys=(
+        "gen_ai.usage.cache_read.input_tokens",
+        "gen_ai.usage.cache_read_input_tokens",
+    ),
+    cache_write_token_keys=(
+        "gen_ai.usage.cache_creation.input_tokens",
+        "gen_ai.usage.cache_creation_input_tokens",
+    ),
 )
 
 
@@ -360,4 +377,6 @@ AGENT_NAME_ORDER: Final = (GENAI, OPENINFERENCE, OPENLLMETRY, LOGFIRE)
 PROVIDER_KEYS: Final = tuple(key for c in (GENAI, OPENINFERENCE) for key in c.provider_keys)
 INPUT_TOKEN_KEYS: Final = tuple(key for c in CONVENTIONS for key in c.input_token_keys)
 OUTPUT_TOKEN_KEYS: Final = tuple(key for c in CONVENTIONS for key in c.output_token_keys)
+CACHE_READ_TOKEN_KEYS: Final = tuple(key for c in CONVENTIONS for key in c.cache_read_token_keys)
+CACHE_WRITE_TOKEN_KEYS: Final = tuple(key for c in CONVENTIONS for key in c.cache_write_token_keys)
 TOKEN_KEYS: Final = INPUT_TOKEN_KEYS + OUTPUT_TOKEN_KEYS

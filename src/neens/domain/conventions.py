@@ -29,6 +29,8 @@ from typing import Any, Final, Literal
 
 from neens.domain.convention_tables import (
     AGENT_NAME_ORDER,
+    CACHE_READ_TOKEN_KEYS,
+    CACHE_WRITE_TOKEN_KEYS,
     CONVENTIONS,
     INPUT_TOKEN_KEYS,
     OUTPUT_TOKEN_KEYS,
@@ -119,6 +121,10 @@ class SpanView:
     eval_run_id: str | None
     dataset_item_id: str | None
     version_label: str | None
+    cache_read_tokens: int | None = None
+    """Of `input_tokens`, those read from the provider's prompt cache (None: not reported)."""
+    cache_write_tokens: int | None = None
+    """Of `input_tokens`, those written to the prompt cache (None: not reported)."""
     flags: tuple[Flag, ...] = ()
     """Dubious values found while reading the span (a token count sent as text, an end before
     the start, a name too long to store); see `FlagCode`."""
@@ -147,7 +153,8 @@ def span_view(record: SpanRecord) -> SpanView:
     - model: `gen_ai.response.model` (what actually served the call, which is what is billed),
       `llm.model_name`, `gen_ai.request.model`.
     - tokens: the first key present decides: a malformed value there gives None rather than a
-      search for another value that may disagree with it.
+      search for another value that may disagree with it. Prompt-cache reads and writes are
+      read the same way, as parts of the input count (as every convention defines it).
     - correlation keys: exactly `neens.eval_run_id`, `neens.dataset_item_id`,
       `neens.version_label`. No other spelling is read, so a typo shows up as a missing link
       instead of being half-honoured.
@@ -178,6 +185,8 @@ def span_view(record: SpanRecord) -> SpanView:
     shape = _key_shape(attributes)
     input_tokens = _token_count_at(attributes, shape.input_token_key, flags)
     output_tokens = _token_count_at(attributes, shape.output_token_key, flags)
+    cache_read_tokens = _token_count_at(attributes, shape.cache_read_token_key, flags)
+    cache_write_tokens = _token_count_at(attributes, shape.cache_write_token_key, flags)
     flags.extend(shape.misspelled)
     kind, by_convention = _kind(record, shape, has_model=model is not None)
     bounded_model = _bounded(model, MAX_NAME_CHARS, "model", flags)
@@ -200,6 +209,8 @@ def span_view(record: SpanRecord) -> SpanView:
         provider=first_text(attributes, shape.provider_keys),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        cache_read_tokens=cache_read_tokens,
+        cache_write_tokens=cache_write_tokens,
         agent_name=agent_name,
         eval_run_id=links[0],
         dataset_item_id=links[1],
@@ -227,6 +238,8 @@ class _KeyShape:
     input_token_key: str | None
     """The first of `INPUT_TOKEN_KEYS` present: it alone decides the count."""
     output_token_key: str | None
+    cache_read_token_key: str | None
+    cache_write_token_key: str | None
     provider_keys: tuple[str, ...]
     """Those of `PROVIDER_KEYS` present, in their order."""
     has_correlation_key: bool
@@ -241,6 +254,8 @@ def _shape_of(keys: tuple[str, ...]) -> _KeyShape:
         misspelled=tuple(_misspelled_correlation_keys(keys)),
         input_token_key=next((key for key in INPUT_TOKEN_KEYS if key in present), None),
         output_token_key=next((key for key in OUTPUT_TOKEN_KEYS if key in present), None),
+        cache_read_token_key=next((key for key in CACHE_READ_TOKEN_KEYS if key in present), None),
+        cache_write_token_key=next((key for key in CACHE_WRITE_TOKEN_KEYS if key in present), None),
         provider_keys=tuple(key for key in PROVIDER_KEYS if key in present),
         has_correlation_key=not present.isdisjoint(_CORRELATION_KEYS),
     )

@@ -100,8 +100,16 @@ class PriceBook:
         input_tokens: int,
         output_tokens: int,
         at: datetime | None = None,
+        *,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
     ) -> tuple[float, str]:
         """The USD cost of one call and where its price came from.
+
+        `cache_read_tokens` and `cache_write_tokens` are parts of `input_tokens` (as every
+        convention and genai-prices count them) that genai-prices bills at the model's
+        prompt-cache rates. A project's own price is one input rate and one output rate: it
+        bills every input token, cached or not, at its input rate (docs/traces.md says so).
 
         When a provider was recorded, only that provider's price is used: the same model name
         is priced differently by different hosts (OpenAI vs. Azure vs. Bedrock), and quoting
@@ -112,7 +120,15 @@ class PriceBook:
         if (price := self.override(model)) is not None:
             return price.cost(input_tokens, output_tokens), "override"
         try:
-            total = _genai_price(model, provider or None, input_tokens, output_tokens, at)
+            total = _genai_price(
+                model,
+                provider or None,
+                input_tokens,
+                output_tokens,
+                at,
+                cache_read_tokens=cache_read_tokens,
+                cache_write_tokens=cache_write_tokens,
+            )
         except LookupError as exc:
             where = f" from provider {safe_label(provider)}" if provider else ""
             raise PriceLookupError(f"no known price for model {safe_label(model)}{where}") from exc
@@ -130,31 +146,59 @@ def load_price_table() -> None:
 
 
 def _genai_price(
-    model: str, provider: str | None, input_tokens: int, output_tokens: int, at: datetime | None
+    model: str,
+    provider: str | None,
+    input_tokens: int,
+    output_tokens: int,
+    at: datetime | None,
+    *,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
 ) -> Decimal:
-    """genai-prices' total for a call reporting only input and output tokens.
+    """genai-prices' total for a call.
 
     `calc_price` resolves and validates the model's price units on every call (about 0.4 ms, most
     of a span's ingest cost). For a price made of plain per-token rates (no tiers, no per-request
     fee) the total is `input_mtok * in / 1e6 + output_mtok * out / 1e6`, every other unit counting
     zero, and that is computed here with the same Decimal operations, so the result is identical
     (tests/domain/test_pricing.py checks it against `calc_price` for every model in the snapshot).
-    Any other price goes through the library.
+    Any other price, and any call that used the prompt cache (its units nest: genai-prices
+    decides which of them the model prices apart), goes through the library (about 0.1 ms).
     """
     when = at or datetime.now(tz=UTC)
+    if provider is not None:
+        provider = _GENAI_PRICES_PROVIDER.get(provider.strip().lower(), provider)
     found_provider, found_model = data_snapshot.get_snapshot().find_provider_model(
         model, None, provider, None
     )
     model_price = found_model.get_prices(when)
-    rates = _plain_token_rates(model_price)
+    rates = None if cache_read_tokens or cache_write_tokens else _plain_token_rates(model_price)
     if rates is None:
-        usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+        usage = Usage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens or None,
+            cache_write_tokens=cache_write_tokens or None,
+        )
         calculation = found_model.calc_price(usage, found_provider, genai_request_timestamp=when)
         return Decimal(calculation.total_price)
     input_mtok, output_mtok = rates
     return (input_mtok * Decimal(input_tokens)) / _PER_MTOK + (
         output_mtok * Decimal(output_tokens)
     ) / _PER_MTOK
+
+
+_GENAI_PRICES_PROVIDER: Final = {
+    "azure.ai.openai": "azure",
+    "azure.ai.inference": "azure",
+    "gcp.gen_ai": "google",
+    "x_ai": "x-ai",
+}
+"""OpenTelemetry's `gen_ai.provider.name` values that genai-prices does not resolve to the same
+host: it reads `azure.ai.openai` as OpenAI's own API (whose prices differ from Azure's for
+many models) and knows no `azure.ai.inference`, `gcp.gen_ai` or `x_ai`. Its other ids and the
+conventions' other values (`aws.bedrock`, `gcp.vertex_ai`, `mistral_ai`, ...) it resolves
+itself; tests/domain/test_pricing.py checks each."""
 
 
 _RATES: dict[int, tuple[object, tuple[Decimal, Decimal] | None]] = {}
@@ -212,6 +256,16 @@ def span_cost(view: SpanView, book: PriceBook) -> SpanCost:
                 f"LLM span {span} (model {safe_label(model)}) reported no {missing} token count"
             ),
         )
+    cache_read, cache_write = view.cache_read_tokens or 0, view.cache_write_tokens or 0
+    if cache_read + cache_write > input_tokens:
+        return SpanCost(
+            usd=None,
+            unpriced_reason=(
+                f"LLM span {span} (model {safe_label(model)}) reported {cache_read + cache_write} "
+                f"prompt-cache tokens, more than its {input_tokens} input tokens, which count "
+                "them; its cost cannot be told"
+            ),
+        )
     usd: float
     if view.request_model is not None and book.override(model) is None:
         request_price = book.override(view.request_model)
@@ -219,7 +273,15 @@ def span_cost(view: SpanView, book: PriceBook) -> SpanCost:
             usd = request_price.cost(input_tokens, output_tokens)
             return _checked(SpanCost(usd=usd, unpriced_reason=None, source="override"), span, model)
     try:
-        usd, source = book.cost(model, view.provider, input_tokens, output_tokens, view.start_time)
+        usd, source = book.cost(
+            model,
+            view.provider,
+            input_tokens,
+            output_tokens,
+            view.start_time,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        )
     except PriceLookupError as exc:
         return SpanCost(usd=None, unpriced_reason=f"LLM span {span}: {exc}", unpriced_model=model)
     except OverflowError:
