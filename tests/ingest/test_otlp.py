@@ -540,6 +540,12 @@ def test_json_id_of_the_wrong_length_rejects_only_that_span() -> None:
             "startTimeUnixNano",
         ),
         (b"[" * 100_000 + b"]" * 100_000, "JSON"),
+        (b'{"resourceSpans": [], "resourceSpans": []}', "'resourceSpans' is given twice"),
+        (
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "a", "attributes": [],'
+            b' "attributes": []}]}]}]}',
+            "'attributes' is given twice",
+        ),
     ],
 )
 def test_malformed_json_is_invalid_input_naming_the_problem(body: bytes, message: str) -> None:

@@ -341,3 +341,9 @@ async def test_spans_and_their_content_events_sent_at_the_same_moment_always_mee
     for tid, _, _ in traces:
         session = (await client.get(f"/sessions/{tid.hex()}", headers=auth(ingest_key))).json()
         assert (session["input"], session["output"]) == (QUESTION, ANSWER)
+
+
+def test_a_json_key_given_twice_is_refused_naming_it() -> None:
+    """The parser would keep the second `resourceLogs` and drop the first's content unsaid."""
+    with pytest.raises(InvalidInput, match="'resourceLogs' is given twice"):
+        decode_logs_json(b'{"resourceLogs": [], "resourceLogs": []}')

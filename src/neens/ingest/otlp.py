@@ -22,7 +22,6 @@ receivers share (attribute values, times, depth-limited parsing) in `otlp_common
 
 from __future__ import annotations
 
-import json as jsonlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -55,7 +54,12 @@ from neens.ingest.otlp_common import (
     read_time,
     serialize_response,
 )
-from neens.ingest.otlp_json import json_items, json_lists, json_type, prepare_json_document
+from neens.ingest.otlp_json import (
+    json_items,
+    json_lists,
+    load_json_object,
+    prepare_json_document,
+)
 from neens.ingest.records import DecodedBatch
 
 __all__ = [
@@ -104,18 +108,7 @@ def decode_json(body: bytes) -> DecodedBatch:
     OTLP versions. Spans containing lone surrogates (legal in JSON as `\\udXXX` escapes, refused
     by protobuf) are taken out first and rejected one by one, so they do not sink the batch.
     """
-    try:
-        document = jsonlib.loads(body.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"request body is not UTF-8 text: {exc}") from exc
-    except jsonlib.JSONDecodeError as exc:
-        raise InvalidInput(f"request body is not valid JSON: {exc}") from exc
-    except RecursionError as exc:
-        raise InvalidInput("request body JSON is nested too deeply") from exc
-    if not isinstance(document, dict):
-        raise InvalidInput(
-            f"OTLP/JSON request body must be a JSON object, not {json_type(document)}"
-        )
+    document = load_json_object(body)
     # Valid UTF-8 cannot carry a surrogate, so only a `\uD800`-`\uDFFF` escape can produce one;
     # most bodies have none and skip the per-span scan.
     scan = _SURROGATE_ESCAPE.search(body) is not None

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json as jsonlib
 import re
 from collections.abc import Iterable
 from typing import Any, Final
+
+from neens_eval.strict_json import DuplicateKey, no_duplicate_keys
 
 from neens.domain.spans import Rejection
 from neens.domain.storable import safe_label, unstorable_text_reason
@@ -221,6 +224,29 @@ def _json_any_value(value: object) -> object:
                 if isinstance(item, dict)
             }
     return inner
+
+
+def load_json_object(body: bytes) -> dict[str, Any]:
+    """An OTLP/JSON body (already decompressed) as a JSON object, or `InvalidInput` saying why.
+
+    A key given twice in one object is refused, naming it, as on every other JSON route: the
+    parser would keep the last, and a second `resourceSpans` (or `attributes`) would drop the
+    first's spans (or attributes) while the request was answered 200."""
+    try:
+        document = jsonlib.loads(body.decode("utf-8-sig"), object_pairs_hook=no_duplicate_keys)
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"request body is not UTF-8 text: {exc}") from exc
+    except DuplicateKey as exc:
+        raise InvalidInput(f"request body is not accepted: {exc}") from exc
+    except jsonlib.JSONDecodeError as exc:
+        raise InvalidInput(f"request body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise InvalidInput("request body JSON is nested too deeply") from exc
+    if not isinstance(document, dict):
+        raise InvalidInput(
+            f"OTLP/JSON request body must be a JSON object, not {json_type(document)}"
+        )
+    return document
 
 
 def json_type(value: object) -> str:

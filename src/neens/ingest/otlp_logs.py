@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json as jsonlib
 from typing import Any, Final
 
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
@@ -50,7 +49,7 @@ from neens.ingest.otlp_common import (
     read_time,
     serialize_response,
 )
-from neens.ingest.otlp_json import HEX, json_lists
+from neens.ingest.otlp_json import HEX, json_lists, load_json_object
 from neens.ingest.records import DecodedLogs
 
 __all__ = [
@@ -92,16 +91,7 @@ def decode_logs_protobuf(body: bytes) -> DecodedLogs:
 def decode_logs_json(body: bytes) -> DecodedLogs:
     """Decode an `application/json` ExportLogsServiceRequest (already decompressed); trace and
     span ids are hex, as OTLP/JSON encodes them."""
-    try:
-        document = jsonlib.loads(body.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"request body is not UTF-8 text: {exc}") from exc
-    except jsonlib.JSONDecodeError as exc:
-        raise InvalidInput(f"request body is not valid JSON: {exc}") from exc
-    except RecursionError as exc:
-        raise InvalidInput("request body JSON is nested too deeply") from exc
-    if not isinstance(document, dict):
-        raise InvalidInput("OTLP/JSON request body must be a JSON object")
+    document = load_json_object(body)
     _hex_ids_to_base64(document)
     request = ExportLogsServiceRequest()
     rejections: list[Rejection] = []
