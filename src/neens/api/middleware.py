@@ -43,6 +43,7 @@ from neens.errors import (
     Unprocessable,
     UnsupportedMediaType,
 )
+from neens.store.busy import RETRY_AFTER_S, busy_database_reason
 from neens.web.fallback import fallback_page, is_page_path
 
 log = logging.getLogger("neens.api")
@@ -113,7 +114,10 @@ class ErrorEnvelopeMiddleware(HttpMiddleware):
 
         try:
             await self.app(scope, receive, tracking_send)
-        except Exception:
+        except Exception as exc:
+            if not started and (reason := busy_database_reason(exc)) is not None:
+                await self._busy(scope, receive, send, reason)
+                return
             error_id = new_error_id()
             log.exception(
                 "internal error %s answering %s %s",
@@ -133,6 +137,29 @@ class ErrorEnvelopeMiddleware(HttpMiddleware):
             body = error_body("internal_error", message)
             body["error"]["errorId"] = error_id
             await JSONResponse(body, status_code=500)(scope, receive, send)
+
+    @staticmethod
+    async def _busy(scope: Scope, receive: Receive, send: Send, reason: str) -> None:
+        """503 with `Retry-After`: the database was busy or out of reach, not the request wrong."""
+        log.warning(
+            "database busy answering %s %s: %s (answered 503, retry after %d s)",
+            scope.get("method"),
+            scope.get("path"),
+            reason,
+            RETRY_AFTER_S,
+        )
+        message = (
+            f"the database is busy or out of reach ({safe_label(reason, 200)}); retry the "
+            f"request in {RETRY_AFTER_S} s"
+        )
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+        if is_page_path(scope["path"]):
+            page = fallback_page(503, message)
+            page.headers.update(headers)
+            await page(scope, receive, send)
+            return
+        body = error_body("unavailable", message)
+        await JSONResponse(body, status_code=503, headers=headers)(scope, receive, send)
 
 
 class _BodyTooLarge(PayloadTooLarge):

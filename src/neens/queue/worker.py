@@ -29,6 +29,7 @@ import httpx
 
 from neens.settings import Settings
 from neens.store import jobs
+from neens.store.busy import busy_database_reason
 from neens.store.db import Database
 
 log = logging.getLogger("neens.worker")
@@ -134,6 +135,7 @@ class Worker:
         self._running: dict[int, asyncio.Task[None]] = {}
         self._leased: dict[int, asyncio.Task[None]] = {}
         """Jobs whose handler runs: their leases are renewed."""
+        self._claim_failing = False
 
     def notify(self) -> None:
         self._wake.set()
@@ -148,7 +150,7 @@ class Worker:
                 self._wake.clear()
                 job = None
                 if len(self._running) < self.concurrency:
-                    job = await jobs.claim(self.db, self.name, lease_s=self.lease_s)
+                    job = await self._claim()
                 if job is None:
                     await _first(stop.wait(), self._wake.wait(), timeout=self.poll_interval_s)
                     continue
@@ -163,6 +165,30 @@ class Worker:
             for helper in helpers:
                 helper.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
+
+    async def _claim(self) -> jobs.ClaimedJob | None:
+        """The next job, or None; a database that is busy or out of reach (a lock held past the
+        busy timeout, PostgreSQL restarting) is waited out at the poll interval, logged once a
+        streak, instead of ending the worker: it had stopped working jobs for good."""
+        try:
+            job = await jobs.claim(self.db, self.name, lease_s=self.lease_s)
+        except Exception as exc:
+            if not self._claim_failing:
+                reason = busy_database_reason(exc)
+                log.log(
+                    logging.WARNING if reason is not None else logging.ERROR,
+                    "could not claim a job (%s); trying again every %g s, not logged again "
+                    "until a claim succeeds",
+                    reason or f"{type(exc).__name__}: {exc}",
+                    self.poll_interval_s,
+                    exc_info=reason is None,
+                )
+            self._claim_failing = True
+            return None
+        if self._claim_failing:
+            log.warning("claiming jobs works again")
+            self._claim_failing = False
+        return job
 
     async def _run_job(self, job: jobs.ClaimedJob) -> None:
         try:

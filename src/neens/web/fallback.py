@@ -13,7 +13,7 @@ from neens.web.render import SECURITY_HEADERS
 PAGES = "/ui"
 """Where the pages are mounted (`neens.api.app.create_app`)."""
 
-_TITLES = {413: "Too large", 500: "Something went wrong"}
+_TITLES = {413: "Too large", 500: "Something went wrong", 503: "Busy"}
 
 
 def is_page_path(path: str) -> bool:
