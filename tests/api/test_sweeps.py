@@ -199,11 +199,12 @@ async def test_each_arm_carries_its_connections_provider_copied_at_create(
             arms=[{"label": f"arm {n}", "agentConnectionId": c} for n, c in enumerate(conns)],
         )
         assert [a["modelProvider"] for a in sweep["arms"]] == ["openai", "simulated", "agent_http"]
+        done = await wait_for_sweep(client, admin_key, sweep["id"])
         r = await client.patch(
             f"/agent-connections/{conns[0]}", json={"provider": "azure"}, headers=auth(admin_key)
         )
         assert r.status_code == 200, r.text
-        done = await wait_for_sweep(client, admin_key, sweep["id"])
+        done = (await client.get(f"/model-sweeps/{sweep['id']}", headers=auth(admin_key))).json()
         listed = (await client.get("/model-sweeps", headers=auth(admin_key))).json()["sweeps"]
         for shown in (done, next(s for s in listed if s["id"] == sweep["id"])):
             assert [a["modelProvider"] for a in shown["arms"]] == [

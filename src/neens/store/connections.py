@@ -13,6 +13,7 @@ from neens.errors import Conflict
 from neens.store.db import Database
 from neens.store.ids import new_id
 from neens.store.models import AgentConnection
+from neens.store.sweep_pins import CONNECTION_CONDITIONS, refuse_while_pinned, sweeps_calling
 from neens.store.tenancy import CONNECTION, in_project, owned, owned_by
 from neens.store.types import utcnow
 
@@ -96,6 +97,17 @@ async def update_connection(
         changes = dict(fields)
         dropped: list[str] = []
         row = await owned(s, CONNECTION, project_id, connection_id)
+        changing = sorted(
+            name
+            for name in CONNECTION_CONDITIONS & changes.keys()
+            if changes[name] != getattr(row, name)
+        )
+        if changing:
+            refuse_while_pinned(
+                f"connection {row.name!r} ({_camel(changing[0])})",
+                await sweeps_calling(s, project_id, row.id),
+                _camel(changing[0]),
+            )
         if "name" in changes and changes["name"] != row.name:
             await _refuse_taken_name(s, project_id, changes["name"], row.id)
         if "url" in changes and changes["url"] != row.url and "headers" not in changes:
@@ -124,3 +136,8 @@ async def list_connections(db: Database, project_id: str) -> list[ConnectionInfo
             )
         )
         return [_info(r) for r in rows]
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part.title() for part in rest)

@@ -14,6 +14,7 @@ from neens.errors import Conflict, Unprocessable
 from neens.store.db import Database, unique_violated
 from neens.store.ids import new_id
 from neens.store.models import Judge
+from neens.store.sweep_pins import refuse_while_pinned, sweeps_scoring_with
 from neens.store.tenancy import JUDGE, in_project, owned, owned_by
 
 PRIMARY_SCORE = "Primary Score"
@@ -260,6 +261,19 @@ async def update_judge(
 ) -> JudgeInfo:
     async with db.write() as s:
         row = await owned(s, JUDGE, project_id, judge_id, for_update=True)
+        changing = (
+            "components"
+            if "components" in fields and fields["components"] != row.config.get("components")
+            else "enabled"
+            if fields.get("enabled") is False and row.enabled
+            else None
+        )
+        if changing is not None:
+            refuse_while_pinned(
+                f"judge {row.name!r} ({changing})",
+                await sweeps_scoring_with(s, project_id, row.id),
+                changing,
+            )
         if "components" in fields:
             if row.type != "composite":
                 raise Unprocessable("only a composite judge has components", field="components")
