@@ -398,6 +398,30 @@ def test_an_arm_still_running_blocks_the_recommendation(compare: Compare) -> Non
     assert result.verdict.recommended_arm_id is None
     assert "busy (running)" in result.verdict.sentence
     assert result.leaderboard == ("msa-done",)
+    # No winner either: the running arm may take first place when it finishes.
+    assert result.winner_arm_id is None
+    assert result.arms[0].not_distinguishable_from_winner is False
+
+
+def test_savings_are_not_measured_against_a_baseline_that_was_cancelled(
+    compare: Compare,
+) -> None:
+    """The cancelled baseline's cost is that of the answers it got before the cancel: savings
+    against it were measured on part of its evidence (and looked like 94%)."""
+    baseline = arm("msa-base", 0, passing(10, of=10, cost=0.05), status="cancelled", passed=None)
+    cheap = arm("msa-cheap", 1, passing(40, of=40, cost=0.002))
+    result = compare([baseline, cheap], items(40))
+    chosen = result.arms[1]
+
+    assert result.verdict.outcome == "recommended"
+    assert result.verdict.recommended_arm_id == "msa-cheap"
+    assert (chosen.cost_delta_usd, chosen.cost_delta_pct) == (None, None)
+    assert (result.verdict.savings_usd, result.verdict.savings_pct) == (None, None)
+    assert chosen.cost_per_case_usd == pytest.approx(0.002)
+    assert (
+        "base (the baseline) was cancelled before its runs finished, so what it saves is not "
+        "measured" in result.verdict.sentence
+    )
 
 
 def test_an_arm_not_green_on_all_k_runs_is_never_recommended(compare: Compare) -> None:

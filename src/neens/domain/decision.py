@@ -23,7 +23,8 @@ Each rule exists because the alternative is a number that reads like a fact and 
 - **Unpriced is not free.** `cost_per_case_usd` is the mean cost over priced cases only
   (`math.fsum`), None when no case is priced; `priced_cases` against `cases` says how much of the
   arm it covers. A cost delta is None when either side is unknown, and its percentage also when
-  the baseline costs 0.
+  the baseline costs 0, and when the baseline arm failed or was cancelled (its cost would be
+  that of the runs it happened to finish).
 - **The baseline is declared, never chosen after the fact.** It is the arm at the lowest
   position (0: the first arm listed at create) unless `baseline_arm_id` names another. It is never
   the best performer.
@@ -48,7 +49,8 @@ Each rule exists because the alternative is a number that reads like a fact and 
   regressions, new passes, McNemar, the not-distinguishable annotation) is None.
 
 The ranking orders the non-excluded arms by rate (highest first, no data last), then cost per
-case (cheapest first, unpriced last), then position. Its top arm with data is the *winner*; a
+case (cheapest first, unpriced last), then position. Once no arm is running, its top arm with
+data is the *winner*; a
 ranked arm whose Wilson interval overlaps the winner's is annotated "not distinguishable". The
 overlap rule is a conservative heuristic, not a 5% test (stats-methods §2); arms without data
 are not annotated. The verdict recommends the *cheapest* arm that is not excluded and clears the
@@ -603,11 +605,16 @@ def _judge(
                 arms[j].position,
             ),
         )
-    winner = ranked[0] if ranked and rates[ranked[0]] is not None else None
+    # No winner while an arm runs: it would be named on the arms that happen to be done, and
+    # the running one (the baseline, say) may take its place when it finishes.
+    unfinished = "not_terminal" in excluded
+    winner = ranked[0] if ranked and rates[ranked[0]] is not None and not unfinished else None
     rank = {j: place for place, j in enumerate(ranked, start=1)}
 
     out: list[ArmComparison] = []
-    base_cost = costs[base]
+    # A baseline that failed or was cancelled costs what the runs it happened to finish cost:
+    # savings against it would be measured on part of the evidence.
+    base_cost = costs[base] if excluded[base] != "failed" else None
     for j, (arm, part) in enumerate(zip(arms, counts, strict=True)):
         interval = intervals[j]
         cross = comparable

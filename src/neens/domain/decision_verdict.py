@@ -121,6 +121,9 @@ def _cost_clause(arm: ArmComparison, baseline: ArmComparison) -> str:
     costs = f"it costs {_usd(arm.cost_per_case_usd)} a case{coverage}"
     if arm.is_baseline:
         return f"{costs}, and it is the baseline"
+    if baseline.excluded == "failed":
+        ended = "was cancelled" if baseline.status == "cancelled" else "failed"
+        return f"{costs}; {base} {ended} before its runs finished, so what it saves is not measured"
     if baseline.cost_per_case_usd is None:
         return f"{costs}; {base} is unpriced, so what it saves is unknown"
     delta, pct = arm.cost_delta_usd, arm.cost_delta_pct
