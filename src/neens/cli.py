@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    """The settings, from the environment and the command's flags; a value out of range or of
+    the wrong type is one line naming it (`ConfigError`, exit 2), not pydantic's traceback."""
+    from neens_eval.errors import ConfigError
+    from pydantic import ValidationError
+
     from neens.settings import Settings
 
     overrides: dict[str, Any] = {}
@@ -28,7 +33,14 @@ def _settings(args: argparse.Namespace) -> Settings:
     for name in ("host", "port"):
         if getattr(args, name, None) is not None:
             overrides[name] = getattr(args, name)
-    return Settings(**overrides)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        name = "_".join(str(part) for part in problem["loc"]).upper()
+        flag = next((f"--{n.replace('_', '-')}" for n in overrides if n.upper() == name), None)
+        where = flag or f"NEENS_{name}"
+        raise ConfigError(f"{where}: {problem['msg']} (given {problem.get('input')!r})") from None
 
 
 def _secrets_problem(settings: Settings) -> str | None:
@@ -78,6 +90,8 @@ def _serve(args: argparse.Namespace) -> int:
         # command with one line (raised to `neens`) rather than a traceback from the lifespan.
         if settings.migrate_on_start:
             asyncio.run(migrate.upgrade(settings.resolved_database_url()))
+        else:
+            asyncio.run(migrate.require_current(settings.resolved_database_url()))
         app = create_app(settings, freeze_startup_heap=True)
         print(
             f"Neens serving on http://{settings.host}:{settings.port} "

@@ -485,3 +485,52 @@ def test_a_sqlite_path_that_cannot_be_a_database_is_one_line(dialect: str, tmp_p
         f"neens: error: cannot open the database sqlite:///{tmp_path}: unable to open database "
         "file; check the path and its permissions (--database-url or NEENS_DATABASE_URL)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("env", "args", "said"),
+    [
+        (
+            {"NEENS_MAX_REQUEST_BYTES": "1000"},
+            (),
+            "neens: error: NEENS_MAX_REQUEST_BYTES: Input should be greater than or equal to 1024 "
+            "(given '1000')",
+        ),
+        (
+            {"NEENS_WORKER_CONCURRENCY": "many"},
+            (),
+            "neens: error: NEENS_WORKER_CONCURRENCY: Input should be a valid integer",
+        ),
+        ({}, ("--port", "99999"), "neens: error: --port: Input should be less than or equal"),
+    ],
+)
+def test_a_setting_out_of_range_is_one_line_naming_it(
+    tmp_path: Path, env: dict[str, str], args: tuple[str, ...], said: str
+) -> None:
+    result = neens("serve", *args, env={"NEENS_HOME": str(tmp_path), **env}, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(said), result.stderr
+
+
+def test_a_server_told_not_to_migrate_refuses_a_database_behind_this_version_in_one_line(
+    database_url: str, tmp_path: Path
+) -> None:
+    """`NEENS_MIGRATE_ON_START=false` on a database not at this version's schema: it failed
+    inside the server's startup with "no such table" (exit 3); now one line says what to run."""
+    _set_revision(database_url, "0023")
+    env = {"NEENS_DATABASE_URL": database_url, "NEENS_MIGRATE_ON_START": "false"}
+    try:
+        for command in (("serve", "--port", str(free_port())), ("worker",)):
+            result = neens(*command, env=env, cwd=tmp_path)
+            assert result.returncode == 2, (command, result.stderr)
+            assert "Traceback" not in result.stderr
+            last = result.stderr.strip().splitlines()[-1]
+            assert last == (
+                f"neens: error: the database {_label(database_url)} has revision 0023, not this "
+                f"version's {migrate.HEAD_REVISION}, and NEENS_MIGRATE_ON_START is false: run "
+                "`neens db upgrade` first (or leave NEENS_MIGRATE_ON_START unset to migrate on "
+                "start)"
+            ), result.stderr
+    finally:
+        _set_revision(database_url, migrate.HEAD_REVISION)

@@ -65,6 +65,8 @@ async def run_worker(settings: Settings, *, stop: asyncio.Event | None = None) -
     url = settings.resolved_database_url()
     if settings.migrate_on_start:
         await migrate.upgrade(url)
+    else:
+        await migrate.require_current(url)
     shape_http_logs()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -205,6 +205,21 @@ async def upgrade(url: str, revision: str = "head") -> None:
     await _run(url, "upgrade", revision, recorded)
 
 
+async def require_current(url: str) -> None:
+    """Refuse (`DatabaseUnusable`) a database not migrated to this version's schema, for a
+    server or worker told not to migrate it on start (`NEENS_MIGRATE_ON_START=false`): it
+    failed inside its startup with "no such table", naming no way out."""
+    recorded = await _recorded_revisions(url)
+    _refuse_unknown(url, recorded)
+    if recorded != [HEAD_REVISION]:
+        found = f"revision {', '.join(recorded)}" if recorded else "no Neens schema yet"
+        raise DatabaseUnusable(
+            f"the database {_label(url)} has {found}, not this version's {HEAD_REVISION}, and "
+            "NEENS_MIGRATE_ON_START is false: run `neens db upgrade` first (or leave "
+            "NEENS_MIGRATE_ON_START unset to migrate on start)"
+        )
+
+
 async def downgrade(url: str, revision: str) -> None:
     await _run(url, "downgrade", revision, await _recorded_revisions(url))
 
