@@ -942,3 +942,64 @@ def test_otlp_json_too_deep_for_the_parser_refuses_only_the_deep_span_scope_or_r
         "span 'under-deep-resource' its resource",
         "span 'under-deep-scope' its scope",
     ]
+
+
+def _chat_span_json(**fields: Any) -> dict[str, Any]:
+    return {"traceId": TRACE_ID.hex(), "spanId": SPAN_ID.hex(), "name": "chat", **fields}
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"status": "ERROR"}, "has status a string: send an object"),
+        ({"status": {"code": "ERROR"}}, "has status.code 'ERROR', which is none of"),
+        ({"kind": "SPAN_KIND_BOGUS"}, "has kind 'SPAN_KIND_BOGUS', which is none of"),
+        (
+            {"attributes": [{"key": "gen_ai.request.model", "value": "gpt-4o"}]},
+            "attribute 'gen_ai.request.model' is a string where OTLP/JSON wants an AnyValue",
+        ),
+        (
+            {"attributes": [{"key": "tags", "value": {"arrayValue": {"values": ["a"]}}}]},
+            "attribute 'tags' is a string where OTLP/JSON wants an AnyValue",
+        ),
+        (
+            {"events": [{"name": "e", "attributes": [{"key": "n", "value": 3}]}]},
+            "event 0 attribute 'n' is a number where OTLP/JSON wants an AnyValue",
+        ),
+    ],
+)
+def test_json_values_not_of_otlps_shape_reject_their_span_naming_the_field(
+    fields: dict[str, Any], said: str
+) -> None:
+    """Protobuf's reader, skipping unknown fields, also skipped these: an error status came
+    through as ok, an attribute as null, with a 200."""
+    batch = decode_json(only_span_json(_chat_span_json(**fields)))
+
+    assert batch.spans == []
+    [rejection] = batch.rejections
+    assert rejection.reason.startswith("span 'chat' "), rejection
+    assert said in rejection.reason, rejection
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"status": {"code": "STATUS_CODE_ERROR", "message": "boom"}},
+        {"status": {"code": 2}},
+        {"status": {}},
+        {"kind": "SPAN_KIND_CLIENT"},
+        {"kind": 3},
+        {
+            "attributes": [
+                {"key": "a", "value": {"arrayValue": {"values": [{"stringValue": "x"}]}}},
+                {"key": "k", "value": {"kvlistValue": {"values": [{"key": "b", "value": {}}]}}},
+                {"key": "empty", "value": {}},
+            ]
+        },
+    ],
+)
+def test_json_values_of_otlps_shape_are_read(fields: dict[str, Any]) -> None:
+    batch = decode_json(only_span_json(_chat_span_json(**fields)))
+
+    assert batch.rejections == []
+    assert len(batch.spans) == 1

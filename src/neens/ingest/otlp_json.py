@@ -19,7 +19,7 @@ from typing import Any, Final
 from neens_eval.strict_json import DuplicateKey, no_duplicate_keys
 
 from neens.domain.spans import Rejection
-from neens.domain.storable import safe_label, unstorable_text_reason
+from neens.domain.storable import MAX_NESTING, safe_label, unstorable_text_reason
 from neens.errors import InvalidInput
 
 HEX: Final = re.compile(r"(?:[0-9a-fA-F]{2})*")
@@ -89,6 +89,8 @@ def _prepare_scope_group(
             reason = f"span {label} {problem}" if problem is not None else None
             if reason is None and scan_surrogates:
                 reason = _json_span_surrogate_reason(span, label)
+            if reason is None and (shape := _json_span_shape_reason(span)) is not None:
+                reason = f"span {label} {shape}"
             if reason is not None:
                 rejections.append(Rejection(reason))
                 continue
@@ -136,6 +138,103 @@ def _convert_ids(container: dict[str, Any], keys: Iterable[tuple[str, str]], pat
                     field=f"{path}.{key}",
                 )
             container[key] = base64.b64encode(binascii.unhexlify(value)).decode("ascii")
+
+
+_STATUS_CODES: Final = frozenset({"STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"})
+_SPAN_KINDS: Final = frozenset(
+    {
+        "SPAN_KIND_UNSPECIFIED",
+        "SPAN_KIND_INTERNAL",
+        "SPAN_KIND_SERVER",
+        "SPAN_KIND_CLIENT",
+        "SPAN_KIND_PRODUCER",
+        "SPAN_KIND_CONSUMER",
+    }
+)
+
+
+MAX_ANY_VALUE_DEPTH: Final = MAX_NESTING
+"""Past this depth the shape check stops (the decoder refuses deeper values itself)."""
+
+
+def _json_span_shape_reason(span: dict[str, Any]) -> str | None:
+    """Why a span's status, kind or attribute values are not OTLP/JSON's shapes, or None.
+
+    Protobuf's JSON reader, told to skip unknown fields (as OTLP asks, for fields of newer
+    versions), also skipped what it could not read as the message a field holds: a status sent
+    as `"ERROR"` was dropped (the span stored as ok), an attribute value sent as a bare string
+    was stored as null, an enum name it did not know was left out. Each is refused instead."""
+    status = span.get("status")
+    if status is not None:
+        if not isinstance(status, dict):
+            return (
+                f"has status {json_type(status)}: send an object such as "
+                '{"code": "STATUS_CODE_ERROR", "message": "…"} (or "code": 2)'
+            )
+        if (reason := _enum_reason(status.get("code"), _STATUS_CODES, "status.code")) is not None:
+            return reason
+    if (reason := _enum_reason(span.get("kind"), _SPAN_KINDS, "kind")) is not None:
+        return reason
+    if (reason := _attributes_shape_reason(span.get("attributes"), "attribute")) is not None:
+        return reason
+    for field in ("events", "links"):
+        entries = span.get(field)
+        if isinstance(entries, list):
+            for index, entry in enumerate(entries):
+                if isinstance(entry, dict):
+                    where = f"{field[:-1]} {index} attribute"
+                    reason = _attributes_shape_reason(entry.get("attributes"), where)
+                    if reason is not None:
+                        return reason
+    return None
+
+
+def _enum_reason(value: object, names: frozenset[str], field: str) -> str | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return None
+    if isinstance(value, str) and value in names:
+        return None
+    return f"has {field} {safe_label(str(value))}, which is none of {', '.join(sorted(names))}"
+
+
+def _attributes_shape_reason(attributes: object, source: str) -> str | None:
+    if not isinstance(attributes, list):
+        return None  # not a list at all: ParseDict refuses the request, naming the field
+    for item in attributes:
+        if isinstance(item, dict) and "value" in item:
+            reason = _any_value_shape_reason(item["value"], 0)
+            if reason is not None:
+                return f"{source} {safe_label(str(item.get('key')))} {reason}"
+    return None
+
+
+def _any_value_shape_reason(value: object, depth: int) -> str | None:
+    """Why a raw AnyValue is not an object of OTLP/JSON's shape, or None (its scalars' types
+    are ParseDict's to check, and it does)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return (
+            f"is {json_type(value)} where OTLP/JSON wants an AnyValue object, such as "
+            '{"stringValue": "…"} or {"intValue": "12"}'
+        )
+    if depth > MAX_ANY_VALUE_DEPTH:
+        return None  # the decoder refuses what is nested this deep, span by span
+    for key, inner in value.items():
+        if key in ("arrayValue", "array_value", "kvlistValue", "kvlist_value"):
+            if inner is None:
+                continue
+            values = inner.get("values") if isinstance(inner, dict) else inner
+            if not isinstance(inner, dict) or not isinstance(values, (list, type(None))):
+                return f"has {key} that is not an object holding a values list"
+            for entry in values or []:
+                if key.startswith("kvlist"):
+                    if not isinstance(entry, dict):
+                        return f"has a {key} entry that is not a {{key, value}} object"
+                    entry = entry.get("value")
+                if (reason := _any_value_shape_reason(entry, depth + 1)) is not None:
+                    return reason
+    return None
 
 
 def _has_surrogate(value: object) -> bool:
