@@ -752,6 +752,34 @@ def test_genai_message_events_give_the_last_user_message_and_the_choice() -> Non
     assert (view.input, view.output) == (_USER, _ANSWER)
 
 
+@pytest.mark.parametrize(
+    ("user", "choice"),
+    [
+        (
+            {"gen_ai.event.content": json.dumps({"content": _USER})},
+            {"gen_ai.event.content": json.dumps({"index": 0, "message": {"content": _ANSWER}})},
+        ),
+        ({"content": _USER}, {"index": 0, "message": json.dumps({"content": _ANSWER})}),
+    ],
+)
+def test_genai_message_span_events_give_their_content_from_attributes(
+    user: dict[str, Any], choice: dict[str, Any]
+) -> None:
+    """A span event has no body: azure-ai-inference and Semantic Kernel put the body, as JSON,
+    in `gen_ai.event.content`; others put the message's fields in attributes."""
+    view = span_view(
+        record(
+            {"gen_ai.operation.name": "chat"},
+            events=[
+                {"name": "gen_ai.user.message", "attributes": {"gen_ai.system": "az", **user}},
+                {"name": "gen_ai.choice", "attributes": choice},
+            ],
+        )
+    )
+
+    assert (view.input, view.output) == (_USER, _ANSWER)
+
+
 def test_genai_operation_details_event_is_read() -> None:
     details = {
         "name": "gen_ai.client.inference.operation.details",

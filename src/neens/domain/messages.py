@@ -157,6 +157,17 @@ def event_content(events: Sequence[Mapping[str, Any]], side: Side) -> str | None
         attributes = event.get("attributes")
         attributes = attributes if isinstance(attributes, Mapping) else {}
         body = parsed_json(event.get("body"))
+        if body is None and name in _GENAI_MESSAGE_EVENTS:
+            # A span event has no body: its content is an attribute, the whole body as JSON in
+            # `gen_ai.event.content` (azure-ai-inference, Semantic Kernel), or the message's
+            # own fields (`content`, `message`, `role`, `tool_calls`) as attributes.
+            body = parsed_json(attributes.get("gen_ai.event.content"))
+            if body is None and not _MESSAGE_FIELDS.isdisjoint(attributes):
+                body = {
+                    key: parsed_json(value) if key in ("message", "tool_calls") else value
+                    for key, value in attributes.items()
+                    if key in _MESSAGE_FIELDS
+                }
         if name in _GENAI_MESSAGE_EVENTS and (side == "input") != (name == "gen_ai.choice"):
             message = dict(body) if isinstance(body, Mapping) else {"content": body}
             message.setdefault("role", _GENAI_MESSAGE_EVENTS[name])
@@ -171,6 +182,8 @@ def event_content(events: Sequence[Mapping[str, Any]], side: Side) -> str | None
     return as_text(raw)
 
 
+_MESSAGE_FIELDS: Final = frozenset({"content", "message", "role", "tool_calls", "index"})
+"""A content event's body fields, when a span event carries them as attributes."""
 _GENAI_MESSAGE_EVENTS: Final[Mapping[object, str | None]] = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
