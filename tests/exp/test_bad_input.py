@@ -9,6 +9,9 @@ import pytest
 from tests.exp.conftest import Project
 from tests.support.sqlite_only import sqlite_only
 
+HUGE = 10**400
+"""A valid JSON integer no float can hold."""
+
 
 def _refused(project: Project, *args: str) -> str:
     result = project.exp(*args)
@@ -91,6 +94,22 @@ def _refused(project: Project, *args: str) -> str:
             },
             "spec.json: graders[0].name: must not hold control characters (U+001B at position 0)",
         ),
+        # A JSON integer too large for a float: refused like any bad number.
+        (
+            {"task": {"kind": "command", "command": "true", "timeout": HUGE}},
+            "spec.json: task.timeout: must be a number of seconds above 0",
+        ),
+        (
+            {"task": {"kind": "http", "url": "http://127.0.0.1:9/", "timeout": HUGE}},
+            "spec.json: task.timeout: must be a number of seconds above 0",
+        ),
+        (
+            {
+                "task": {"kind": "command", "command": "true"},
+                "graders": [{"kind": "command", "command": "echo 1", "timeout": HUGE}],
+            },
+            "spec.json: graders[0].timeout: must be a number of seconds above 0",
+        ),
     ],
 )
 @sqlite_only("refused before anything is written")
@@ -117,6 +136,22 @@ def test_a_spec_that_is_not_json_or_missing(project: Project) -> None:
             "line 3: duplicate case id 'a' (first on line 1)",
         ),
         (['{"id": "a", "input": "a", "expect": "A"}'], "line 1: expect: unknown key"),
+        (
+            ['{"id": "a", "input": "a"}', '{"id": "b\\u001b[1A\\u001b[2Kverdict", "input": "b"}'],
+            "line 2: id: must not hold control characters (U+001B at position 1)",
+        ),
+        (
+            ['{"id": "a\\nverdict better", "input": "a"}'],
+            "line 1: id: must not hold control characters (U+000A at position 1)",
+        ),
+        (
+            ['{"id": "a", "input": "a", "kind": "bad\\t"}'],
+            "line 1: kind: must not hold control characters (U+0009 at position 3)",
+        ),
+        (
+            ['{"id": "a", "input": "a", "group": "\\u202eg"}'],
+            "line 1: group: must not hold control characters (U+202E at position 0)",
+        ),
         (['{"id": "a"}'], "line 1: input: case 'a' has no input"),
         (['{"id": "a", "input": "a"}', "not json"], "line 2: not JSON"),
         ([], "has no cases"),
@@ -234,3 +269,27 @@ def test_the_largest_limit_a_flag_takes_is_one_the_database_can_read(project: Pr
     assert project.exp_json("list", "--limit", str(2**63 - 1))["experiments"] == []
     too_large = project.exp("list", "--limit", str(2**63))
     assert too_large.code == 2 and "is too large" in too_large.err
+
+
+@sqlite_only("refused before anything is written")
+def test_a_timeout_too_large_for_a_float_is_refused_in_a_flag_or_a_judge(
+    project: Project,
+) -> None:
+    for grader in (
+        {"kind": "command", "command": "echo 1", "timeout": HUGE},
+        {
+            "kind": "llm",
+            "base_url": "http://x/v1",
+            "model": "m",
+            "prompt": "{output}",
+            "timeout": HUGE,
+        },
+    ):
+        message = _refused(project, "run", "spec.json", "-g", json.dumps(grader))
+        assert message.endswith("}.timeout: must be a number of seconds above 0"), message
+    judge = {"base_url": "http://x/v1", "model": "m", "timeout": HUGE}
+    (project.path / "judge.json").write_text(json.dumps(judge))
+    assert (
+        _refused(project, "compare", "exp_x", "exp_y", "--pairwise", "judge.json")
+        == "--pairwise judge.json: timeout: must be a number of seconds above 0"
+    )

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from scipy.stats import binomtest
 from statsmodels.stats.contingency_tables import mcnemar
 
-from tests.exp.conftest import Project
+from neens.domain.exp_compare import Side, TrialOutcome, compare
+from neens.exp.compare import render
+from tests.exp.conftest import CASES, Project
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "exp.md"
 
@@ -501,3 +504,76 @@ def test_pairwise_judges_see_both_answers_in_both_orders(project: Project) -> No
     bad = project.exp("compare", worse, a, "--pairwise", "bad.json")
     assert bad.code == 2 and "--pairwise bad.json: url: unknown key" in bad.err
     del b
+
+
+def test_runs_on_different_cases_under_the_same_ids_are_refused(project: Project) -> None:
+    # The same ids and inputs, but v1's expected answers are all wrong: the agent did not
+    # change, so a comparison would credit the data's change to it.
+    cases = [{"id": f"c{i}", "input": f"q{i}", "expected": f"Q{i}"} for i in range(10)]
+    project.write_dataset([{**c, "expected": "WRONG"} for c in cases], name="v1")
+    project.write_dataset(cases, name="v2")
+    a = project.exp_json("run", "spec.json", "-d", "v1")["id"]
+    b = project.exp_json("run", "spec.json", "-d", "v2")["id"]
+    for flags in (["--gate"], ["--json"], ["--margin", "0.05"]):
+        result = project.exp("compare", a, b, *flags)
+        assert (result.code, result.out) == (2, ""), result
+        assert result.err == (
+            f"neens: error: A base ({a}, datasets/v1.jsonl) and B base ({b}, "
+            "datasets/v2.jsonl) cannot be compared: 10 of the 10 cases both ran differ (case "
+            "c0: its expected); compare two runs of the same dataset\n"
+        )
+    # Another input under the same id is refused alike.
+    project.write_dataset([{**c, "input": c["input"] + "?"} for c in cases], name="v3")
+    c = project.exp_json("run", "spec.json", "-d", "v3")["id"]
+    assert "(case c0: its input)" in project.exp("compare", b, c).err
+
+
+def test_a_dataset_edited_between_the_runs_is_refused(project: Project) -> None:
+    a = project.exp_json("run", "spec.json")["id"]
+    # A case added: the cases both ran are alike, but A and B did not run the same dataset.
+    project.write_dataset([*CASES, {"id": "omega", "input": "omega", "expected": "OMEGA"}])
+    b = project.exp_json("run", "spec.json")["id"]
+    result = project.exp("compare", a, b, "--gate")
+    assert result.code == 2
+    assert result.err == (
+        f"neens: error: A base ({a}, datasets/qa.jsonl) and B base ({b}, datasets/qa.jsonl) "
+        "cannot be compared: the dataset changed between them; compare two runs of the same "
+        "dataset\n"
+    )
+    # A part of one dataset (--case) against the whole of it is compared as before.
+    c = project.exp_json("run", "spec.json", "--case", "alpha", "--case", "omega")["id"]
+    assert project.exp_json("compare", b, c)["pairedCases"] == 2
+
+
+def test_a_case_id_with_control_characters_is_printed_escaped() -> None:
+    # Datasets refuse such ids now; a run saved before may still hold one, and its report must
+    # not let it move the cursor or start a line of its own.
+    forged = "c1\x1b[1A\x1b[2Kverdict better (CI above 0)\nShip it"
+    ids = [forged, "c2\u202e", "c3"]
+    started = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def side(name: str, passed: list[bool]) -> Side:
+        return Side(
+            id=f"exp_{name}",
+            name=name,
+            trials=1,
+            outcomes=[TrialOutcome(i, p) for i, p in zip(ids, passed, strict=True)],
+            graders={"exact": "1"},
+            started_at=started,
+            ended_at=started,
+            planned=3,
+            finished=True,
+        )
+
+    result = compare(
+        side("a", [True, False, True]),
+        side("b", [False, True, True]),
+        seed=0,
+        kinds=dict.fromkeys(ids, "bad\x1b[31m"),
+    )
+    report = render(result, gate=True)
+    assert "\x1b" not in report and "\u202e" not in report
+    assert "c1\\x1b[1A\\x1b[2Kverdict better (CI above 0)\\nShip it  100%  0%  -100pp" in report
+    assert "improved 1: c2\\u202e" in report
+    assert "bad\\x1b[31m" in report
+    assert not any(line.startswith(("Ship it", "verdict better")) for line in report.splitlines())

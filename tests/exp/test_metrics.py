@@ -137,6 +137,23 @@ def test_a_higher_is_better_metric_that_rises_is_better(
         ("""echo '{"lcp_ms": true, "score": 1}'""", "printed metric lcp_ms as true, not a number"),
         ("""echo '{"lcp_ms": NaN, "score": 1}'""", "printed metric lcp_ms as nan, not a finite"),
         (
+            """echo '{"lcp_ms": 100000000000000000000000000000, "score": 1}'""",
+            "pair 1: printed metric lcp_ms as 100000000000000000000000000000, too large a whole "
+            "number (below 2⁶² either way; write a larger one with an exponent, as 1e29)",
+        ),
+        (
+            f"""echo '{{"lcp_ms": -{2**62}, "score": 1}}'""",
+            f"printed metric lcp_ms as -{2**62}, too large a whole number",
+        ),
+        (
+            """echo '{"lcp_ms": 1, "score": 1, "lcp_ms": 2}'""",
+            "pair 1: printed metric lcp_ms twice (each metric may appear once)",
+        ),
+        (
+            """echo log line; echo '{"lcp_ms": 1, "lcp_ms": 2, "score": 1}'""",
+            "pair 1: printed metric lcp_ms twice (each metric may appear once)",
+        ),
+        (
             """echo '{"lcp_ms": 3}'""",
             "metric score: missing from arm cand's output on pair 1 (arm base printed it on "
             "pair 1)",
@@ -217,3 +234,15 @@ def test_an_unknown_higher_metric_is_named(
     assert "--higher accuracy: no run printed a metric of that name (the metrics are " in (
         result.err
     )
+
+
+def test_whole_numbers_just_below_the_bound_are_compared_exactly(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    big = 2**62 - 1
+    args = _arms(f"""echo '{{"n": {big}}}'""", f"""echo '{{"n": -{big}}}'""")
+    body = json.loads(_metrics(capsys, *args, "--pairs", "6", "--json").out)
+    metric = body["metrics"][0]
+    assert metric["values"] == {"base": [big] * 6, "cand": [-big] * 6}
+    assert metric["medianDifference"] == float(-2 * big)  # the mean of the middle two
+    assert metric["interval"] is not None

@@ -10,8 +10,11 @@ there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +68,42 @@ async def test_a_command_that_finishes_is_reported_as_before(tmp_path: Path) -> 
         max_output=1000,
     )
     assert (result.exit_code, result.stdout, result.stderr_line()) == (3, b"hello", "oops")
+
+
+async def test_what_a_command_leaves_running_is_killed_when_it_exits(tmp_path: Path) -> None:
+    # The background child holds the output pipe open: the answer is the shell's, given as it
+    # exits, not a timeout at the end of the child's sleep.
+    marker = tmp_path / "alive"
+    started = time.monotonic()
+    result = await run_process(
+        f"(sleep 3; echo alive > {marker}) & echo ok; echo oops >&2; exit 3",
+        stdin=b"",
+        env={"PATH": os.environ["PATH"]},
+        cwd=tmp_path,
+        timeout_s=60,
+        max_output=1000,
+    )
+    assert time.monotonic() - started < 3
+    assert (result.exit_code, result.stdout, result.stderr_line()) == (3, b"ok\n", "oops")
+    assert not result.timed_out
+    await asyncio.sleep(3.5)
+    assert not marker.exists(), "the background child kept running"
+
+
+async def test_a_child_that_left_the_group_does_not_hold_the_answer_back(tmp_path: Path) -> None:
+    # `setsid` puts the child out of reach of the group's kill; it holds the pipes open, and
+    # the run stops waiting for them after a few seconds.
+    pid_file = tmp_path / "pid"
+    try:
+        result = await run_process(
+            f"setsid sh -c 'echo $$ > {pid_file}; exec sleep 60' & sleep 0.2; echo ok",
+            stdin=b"",
+            env={"PATH": os.environ["PATH"]},
+            cwd=tmp_path,
+            timeout_s=60,
+            max_output=1000,
+        )
+        assert (result.exit_code, result.stdout, result.timed_out) == (0, b"ok\n", False)
+    finally:
+        with contextlib.suppress(ProcessLookupError, ValueError, OSError):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)

@@ -29,11 +29,11 @@ from neens.domain.exp_compare import (
     pairwise_summary,
 )
 from neens.domain.paired import ALPHA
-from neens.exp.datasets import Case
+from neens.exp.datasets import CASE_KEYS, Case
 from neens.exp.labels import read_labels
 from neens.exp.pairwise import judge_pairs, read_judge
 from neens.exp.store import find_experiment, open_store
-from neens.exp.table import table
+from neens.exp.table import shown, table
 from neens.store.db import Database
 from neens.store.experiments import (
     ExperimentRow,
@@ -102,6 +102,8 @@ async def compare_command(args: argparse.Namespace) -> int:
     async with open_store(args.database_url) as db:
         row_a = await find_experiment(db, args.a, flag="A")
         row_b = await find_experiment(db, args.b, flag="B")
+        if (problem := dataset_problem(row_a, row_b)) is not None:
+            raise ConfigError(problem)
         side_a = await load_side(db, row_a)
         side_b = await load_side(db, row_b)
         aa = await aa_floor(db, row_a)
@@ -156,6 +158,34 @@ async def compare_command(args: argparse.Namespace) -> int:
     if args.gate or args.margin is not None:
         return 0 if result.ship else 1
     return 0
+
+
+def dataset_problem(a: ExperimentRow, b: ExperimentRow) -> str | None:
+    """Why A and B cannot be compared case by case, or None. Both must have run on one version
+    of one dataset (any part of it: --case, --failing, --first-n, …). A case with the same id
+    but another input or expected answer, or a dataset edited between the two runs, would credit
+    the change of data to the agent."""
+    cases_a = {case["id"]: case for case in a.cases}
+    cases_b = {case["id"]: case for case in b.cases}
+    changed = [i for i in cases_a if i in cases_b and cases_a[i] != cases_b[i]]
+    if not changed and a.dataset_hash == b.dataset_hash:
+        return None
+    runs = (
+        f"A {a.name} ({a.id}, {shown(a.dataset_ref)}) and "
+        f"B {b.name} ({b.id}, {shown(b.dataset_ref)})"
+    )
+    if changed:
+        first = cases_a[changed[0]], cases_b[changed[0]]
+        keys = " and ".join(k for k in CASE_KEYS if first[0].get(k) != first[1].get(k))
+        what = (
+            f"{len(changed)} of the {len(cases_a.keys() & cases_b.keys())} cases both ran "
+            f"differ (case {shown(changed[0])}: its {keys})"
+        )
+    elif a.dataset_ref == b.dataset_ref:
+        what = "the dataset changed between them"
+    else:
+        what = "they ran on different datasets"
+    return f"{runs} cannot be compared: {what}; compare two runs of the same dataset"
 
 
 def _seq_flags(seq: Any) -> str:
@@ -492,8 +522,8 @@ def _extras(c: Comparison) -> list[str]:
 
 
 def _names(ids: list[str], limit: int = 10) -> str:
-    shown = ", ".join(ids[:limit])
-    return shown + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
+    listed = ", ".join(shown(i) for i in ids[:limit])
+    return listed + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
 
 
 def _side_json(side: Any) -> dict[str, Any]:

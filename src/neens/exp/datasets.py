@@ -9,9 +9,10 @@ A dataset is named the way `-d` takes it:
 
 Each JSONL line is one case, `{"id", "input", "expected"?, "kind"?, "group"?}`: `id` a
 non-empty string, unique in the file; `input` and `expected` any JSON value (a string is passed
-as it is, anything else as its JSON text). Every problem names the file and line. A Neens
-dataset item's case id is its metadata's `id` when that is a string, else the item's `dsi_` id;
-`kind` and `group` come from its metadata too.
+as it is, anything else as its JSON text). `id`, `kind` and `group`, printed in reports, hold no
+control characters. Every problem names the file and line. A Neens dataset item's case id is its
+metadata's `id` when that is a string, else the item's `dsi_` id; `kind` and `group` come from
+its metadata too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any, Final
 from neens_eval.errors import ConfigError
 
 from neens.exp.jsonread import loads
+from neens.exp.table import control_problem
 
 CASE_KEYS: Final = ("id", "input", "expected", "kind", "group")
 MAX_CASE_ID_CHARS: Final = 500
@@ -145,11 +147,17 @@ def parse_case(body: Any, at: str) -> Case:
         raise ConfigError(
             f"{at}: id: must be a non-empty string of at most {MAX_CASE_ID_CHARS} characters"
         )
+    # Ids, kinds and groups are printed in reports: a line break or a terminal's escape code
+    # in one could forge the lines around it.
+    if (problem := control_problem(case_id)) is not None:
+        raise ConfigError(f"{at}: id: {problem}")
     if "input" not in body:
         raise ConfigError(f"{at}: input: case {case_id!r} has no input")
     for key in ("kind", "group"):
         if body.get(key) is not None and not isinstance(body[key], str):
             raise ConfigError(f"{at}: {key}: must be a string")
+        if body.get(key) is not None and (problem := control_problem(body[key])) is not None:
+            raise ConfigError(f"{at}: {key}: {problem}")
     from neens.domain.storable import unstorable_text_reason
 
     if (problem := unstorable_text_reason(body)) is not None:

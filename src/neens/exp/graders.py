@@ -43,6 +43,7 @@ from neens.domain.judges import (
 from neens.domain.judges.verdict import PASS_THRESHOLD
 from neens.errors import Unprocessable
 from neens.exp.datasets import Case, digest
+from neens.exp.jsonread import finite
 from neens.exp.process import run_process
 from neens.exp.spec import DEFAULT_GRADER_TIMEOUT_S, GraderDef
 
@@ -130,7 +131,7 @@ def _check_timeout(options: dict[str, Any], where: str, label: str) -> None:
     if timeout is not None and (
         isinstance(timeout, bool)
         or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
+        or not finite(timeout)
         or timeout <= 0
     ):
         raise ConfigError(f"{where}: {label}.timeout: must be a number of seconds above 0")

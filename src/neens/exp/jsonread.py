@@ -10,6 +10,7 @@ read here could also be a Neens dataset item).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from neens_eval.errors import ConfigError
@@ -37,3 +38,12 @@ def loads(raw: str | bytes, where: str) -> Any:
             f"{where}: JSON nested too deeply to read (at most {MAX_JSON_DEPTH} levels)"
         )
     return value
+
+
+def finite(value: int | float) -> bool:
+    """Whether `value` is a finite number a float can hold: a JSON integer may be too large for
+    one (`10**400`), which `math.isfinite` raises OverflowError for."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

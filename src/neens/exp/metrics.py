@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from neens_eval.errors import ConfigError
+from neens_eval.strict_json import DuplicateKey, no_duplicate_keys
 
 from neens.domain.metric_pairs import MetricComparison, compare_metric, run_order
 from neens.exp.process import run_process
@@ -37,19 +38,32 @@ class Arm:
     command: str
 
 
+WHOLE_BOUND: Final = 2**62
+"""Whole-number metrics are kept exact below this, either way: the difference of two still fits
+the 64-bit integers the statistics are computed on."""
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=no_duplicate_keys)
+
+
 def parse_metrics(stdout: str) -> dict[str, float] | str:
     """The metrics one run printed, or why there are none (a message to complete)."""
     text = stdout.strip()
     if not text:
         return "printed nothing on standard output (expected a JSON object of numbers)"
     try:
-        found = json.loads(text)
+        found = _loads(text)
     except json.JSONDecodeError:
         last = text.splitlines()[-1].strip()
         try:
-            found = json.loads(last)
+            found = _loads(last)
         except json.JSONDecodeError:
             return f"printed no JSON object (its last line is {last[:120]!r})"
+        except DuplicateKey as exc:
+            return f"printed metric {exc.key} twice (each metric may appear once)"
+    except DuplicateKey as exc:
+        return f"printed metric {exc.key} twice (each metric may appear once)"
     if not isinstance(found, dict):
         return f"printed JSON that is not an object: {json.dumps(found)[:120]}"
     if not found:
@@ -58,6 +72,11 @@ def parse_metrics(stdout: str) -> dict[str, float] | str:
     for key, value in found.items():
         if isinstance(value, bool) or not isinstance(value, int | float):
             return f"printed metric {key} as {json.dumps(value)[:60]}, not a number"
+        if isinstance(value, int) and abs(value) >= WHOLE_BOUND:
+            return (
+                f"printed metric {key} as {str(value)[:60]}, too large a whole number "
+                "(below 2⁶² either way; write a larger one with an exponent, as 1e29)"
+            )
         if not math.isfinite(value):
             return f"printed metric {key} as {value}, not a finite number"
         metrics[key] = value

@@ -24,7 +24,7 @@ from neens_eval.errors import ConfigError
 
 from neens.domain.exp_compare import PairwiseVerdict
 from neens.exp.datasets import Case
-from neens.exp.jsonread import loads
+from neens.exp.jsonread import finite, loads
 
 JUDGE_KEYS: Final = (
     "name",
@@ -93,12 +93,15 @@ def read_judge(path: Path, position: int) -> PairwiseJudge:
     name = raw.get("name", f"pairwise-{position + 1}")
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{where}: name: must be a non-empty string")
+    timeout = raw.get("timeout", 60.0)
+    if isinstance(timeout, int) and not isinstance(timeout, bool) and not finite(timeout):
+        raise ConfigError(f"{where}: timeout: must be a number of seconds above 0")
     try:
         endpoint = LlmEndpoint(
             base_url=str(raw.get("base_url", "")).rstrip("/"),
             model=raw.get("model", ""),
             api_key=api_key,
-            timeout_s=raw.get("timeout", 60.0),
+            timeout_s=timeout,
             max_tokens=raw.get("max_tokens"),
         )
     except Unprocessable as exc:

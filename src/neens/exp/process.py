@@ -2,10 +2,13 @@
 
 The command runs in a session of its own (`start_new_session`), so a timeout, an output flood
 or Ctrl-C kills its whole process group, not just the shell: an agent that starts a server or a
-child process cannot leave it running. Its stdout is read up to `max_output` bytes; past that the
-group is killed, the rest of the pipe is read and dropped (a pipe left unread stays open), and
-the result says so. Stderr is drained as it comes (a full pipe would block
-the command) and its last few kilobytes are kept for error messages.
+child process cannot leave it running. The call ends when the shell exits: what it left running
+in its group (`server &`) is killed then, rather than waited on while it holds the pipes open.
+
+Its stdout is read up to `max_output` bytes; past that the group is killed, the rest of the pipe
+is read and dropped (a pipe left unread stays open), and the result says so. Stderr is drained
+as it comes (a full pipe would block the command) and its last few kilobytes are kept for error
+messages.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from typing import Final
 STDERR_TAIL_BYTES: Final = 4096
 _CHUNK: Final = 65536
 _REAP_S: Final = 5.0
-"""How long a killed command's pipes may stay open before the run stops waiting for them."""
+"""How long a command's pipes may stay open once it exited or was killed before the run stops
+waiting for them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +79,32 @@ async def _start(command: str, *, env: dict[str, str], cwd: Path) -> asyncio.sub
             _kill_group(process)
             await _reaped(process)
         raise
+
+
+async def _exited(process: asyncio.subprocess.Process, io: asyncio.Future[object]) -> None:
+    """Wait for the shell itself to exit. `process.wait()` also waits for its pipes to close,
+    which a background child it started (`server &`) holds open for as long as it lives, so the
+    exit status (set as soon as the shell is reaped) is polled, and looked at at once when the
+    pipes close (the usual end)."""
+    delay = 0.001
+    while process.returncode is None and not io.done():
+        await asyncio.wait([io], timeout=delay)
+        delay = min(delay * 2, 0.05)
+    if process.returncode is None:  # it closed its output but runs on
+        await process.wait()
+
+
+async def _exit_status(process: asyncio.subprocess.Process) -> None:
+    while process.returncode is None:
+        await asyncio.sleep(0.01)
+
+
+def _close(process: asyncio.subprocess.Process) -> None:
+    """Close the pipes a descendant outside the group still holds: left to the garbage
+    collector, they would be closed after the event loop is, with a traceback."""
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        transport.close()
 
 
 async def _reaped(process: asyncio.subprocess.Process) -> None:
@@ -132,17 +162,40 @@ async def run_process(
             stderr_tail.extend(chunk)
             del stderr_tail[:-STDERR_TAIL_BYTES]
 
+    io: asyncio.Future[object] = asyncio.ensure_future(
+        asyncio.gather(feed(), read_stdout(), read_stderr())
+    )
     timed_out = False
+    killed = False
     try:
-        async with asyncio.timeout(timeout_s):
-            await asyncio.gather(feed(), read_stdout(), read_stderr())
-            await process.wait()
-    except TimeoutError:
-        timed_out = True
+        try:
+            async with asyncio.timeout(timeout_s):
+                await _exited(process, io)
+        except TimeoutError:
+            timed_out = True
+        # The shell is gone (or out of time): whatever it left running in its group (`cmd &`)
+        # is killed now, as soon as the shell is reaped (the kernel hands out process ids in
+        # turn, so the group's id is not another's so soon).
+        _kill_group(process)
+        killed = True
+        # What it printed is still in the pipes. A descendant that left the group (its own
+        # `setsid`) may hold them open: the run does not wait on it past a few seconds.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(io), _REAP_S)
     finally:
-        if process.returncode is None:
+        if not killed:  # cancelled (Ctrl-C) while the command ran
             _kill_group(process)
-            await _reaped(process)
+        if not io.done():
+            io.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await io
+            # Closed only once the shell is reaped: closing the pipes of a running command
+            # would have asyncio reap it behind its own back.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(_exit_status(process), _REAP_S)
+            if process.returncode is not None:
+                _close(process)
+        await _reaped(process)
     return ProcessResult(
         exit_code=None if timed_out or overflowed else process.returncode,
         stdout=bytes(stdout),

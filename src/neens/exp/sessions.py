@@ -27,6 +27,7 @@ from neens.domain.stats import Interval
 from neens.exp.compare import load_side, pass_text, pp_text, rate_text
 from neens.exp.sources import changed_files
 from neens.exp.store import open_store
+from neens.exp.table import shown
 from neens.store.db import Database
 from neens.store.experiment_sessions import (
     EntryRow,
@@ -160,9 +161,9 @@ def _interval_text(diff: float | None, interval: Interval | None) -> str:
 def _names(ids: list[str]) -> str:
     if not ids:
         return "—"
-    shown = ", ".join(ids[:NAMES_SHOWN])
+    listed = ", ".join(shown(i) for i in ids[:NAMES_SHOWN])
     more = len(ids) - NAMES_SHOWN
-    return f"{len(ids)}: {shown}" + (f", … ({more} more)" if more > 0 else "")
+    return f"{len(ids)}: {listed}" + (f", … ({more} more)" if more > 0 else "")
 
 
 def delta_lines(session: SessionRow, row: ExperimentRow, delta: Delta) -> list[str]:

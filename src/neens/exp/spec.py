@@ -13,7 +13,6 @@ and the field.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any, Final, Literal
 from neens_eval.errors import ConfigError
 
 from neens.domain.storable import name_problem
-from neens.exp.jsonread import loads
+from neens.exp.jsonread import finite, loads
 
 TaskKind = Literal["command", "http"]
 GraderKind = Literal["exact", "contains", "regex", "json_field", "command", "llm"]
@@ -131,7 +130,7 @@ def _seconds(value: Any, default: float, where: str, name: str) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not math.isfinite(value)
+        or not finite(value)
         or value <= 0
     ):
         raise _fail(where, f"{name}: must be a number of seconds above 0")
