@@ -251,3 +251,68 @@ def test_a_recorder_log_imported_with_dataset_pairs_with_a_run_on_the_migrated_d
     compared = neens("exp", "compare", imported.json()["id"], ran.json()["id"], "--json")
     assert compared.code == 0, compared.err
     assert compared.json()["pairedCases"] == len(SAMPLES)
+
+
+def test_a_hosted_export_pairs_with_a_run_on_the_migrated_dataset(
+    neens: Neens, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/migrate.md steps 1, 3 and 4, literally, for a hosted export: its output items'
+    `datasource_item`s are the samples file's lines, so every case pairs."""
+    monkeypatch.chdir(tmp_path)
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps(s) + "\n" for s in SAMPLES))
+    migrated = neens("import", "openai-evals", "--dataset", str(samples))
+    assert migrated.code == 0, migrated.err
+    export = tmp_path / "export"
+    export.mkdir()
+    items = [
+        {
+            "object": "eval.run.output_item",
+            "id": f"outputitem_{n}",
+            "run_id": "evalrun_68a1",
+            "eval_id": "eval_68a0",
+            "status": "pass" if answer == sample["ideal"] else "fail",
+            "datasource_item_id": n,
+            # As the hosted API returned it: the same keys, written in another order.
+            "datasource_item": dict(reversed(list(sample.items()))),
+            "results": [{"name": "exact", "passed": answer == sample["ideal"], "score": 1.0}],
+            "sample": {
+                "output": [{"role": "assistant", "content": answer}],
+                "model": "gpt-4o-mini",
+                "error": {"code": None, "message": None},
+            },
+        }
+        for n, (sample, answer) in enumerate(zip(SAMPLES, ["4", "9"], strict=True))
+    ]
+    hosted = export / "evalrun_68a1-items.jsonl"
+    hosted.write_text("".join(json.dumps(i) + "\n" for i in items))
+    imported = neens("import", "openai-evals", str(hosted), "--json")
+    assert imported.code == 0, imported.err
+
+    (tmp_path / "agent.py").write_text("print('4')\n")
+    spec = tmp_path / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "name": "new",
+                "dataset": "samples",
+                "task": {"kind": "command", "command": f"{sys.executable} agent.py"},
+                "graders": [{"kind": "exact"}],
+            }
+        )
+    )
+    ran = neens("exp", "run", str(spec), "-d", "samples", "--json")
+    assert ran.code == 0, ran.err
+    compared = neens("exp", "compare", imported.json()["id"], ran.json()["id"], "--json")
+    assert compared.code == 0, compared.err
+    assert compared.json()["pairedCases"] == len(SAMPLES)
+
+    dataset_ids = {c.id for c in read_jsonl(tmp_path / "datasets" / "samples.jsonl", "samples")}
+    run = read_openai_evals(hosted)
+    assert {t.case_key for t in run.trials} == dataset_ids
+    assert {t.case_key_kind for t in run.trials} == {"dataset_case_id"}
+
+    # --dataset is for recorder logs: refused for a hosted export, saying why it is not needed.
+    refused = neens("import", "openai-evals", str(hosted), "--dataset", str(samples))
+    assert refused.code == 2
+    assert "recorder log" in refused.err and "c_" in refused.err

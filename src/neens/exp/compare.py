@@ -164,7 +164,13 @@ def dataset_problem(a: ExperimentRow, b: ExperimentRow) -> str | None:
     """Why A and B cannot be compared case by case, or None. Both must have run on one version
     of one dataset (any part of it: --case, --failing, --first-n, …). A case with the same id
     but another input or expected answer, or a dataset edited between the two runs, would credit
-    the change of data to the agent."""
+    the change of data to the agent.
+
+    A run imported from another tool (`neens import`) is let through: it pairs by the case keys
+    its importer gives (docs/import.md, docs/migrate.md), and its cases record what that tool
+    stored, never a Neens dataset, so there is nothing of the same kind to check."""
+    if "import" in (a.kind, b.kind):  # neens.imports.store.KIND
+        return None
     cases_a = {case["id"]: case for case in a.cases}
     cases_b = {case["id"]: case for case in b.cases}
     changed = [i for i in cases_a if i in cases_b and cases_a[i] != cases_b[i]]

@@ -12,7 +12,8 @@ instead.
 **Hosted export**: output items as `GET /v1/evals/{eval_id}/runs/{run_id}/output_items` lists
 them (`{"object": "eval.run.output_item", …}`), one a line, or a JSON object with them under
 `output_items` (or `data`), optionally beside the `run` and the `eval`. `datasource_item_id` is
-positional too, so a case is keyed by the hash of its `datasource_item`. An item passes when
+positional too, so a case is keyed by the hash of its `datasource_item`, as `sample_key` keys a
+sample: a run on the dataset migrated from the same samples pairs with it. An item passes when
 every grader result passed; each result is a scorer; `sample.error` is an errored case-trial.
 
 Neither records a cost or a per-call latency; both run each sample once.
@@ -79,8 +80,9 @@ def read_openai_evals(path: Path, *, samples: Path | None = None) -> ImportedRun
         return _recorder(objects, where, _sample_keys(samples) if samples else None)
     if samples is not None:
         raise ImportFormatError(
-            "--dataset: keys recorder logs' cases; a hosted export is keyed by its items' "
-            "content already"
+            "--dataset: is for a recorder log, whose cases are named by line number; a hosted "
+            "export needs no samples file: each item is keyed by its datasource_item's content "
+            "(c_ and 16 hex digits), the id the migrated dataset gives the same sample"
         )
     if first.get("object") == OUTPUT_ITEM:
         return _hosted(objects, {}, where)
@@ -119,8 +121,9 @@ def read_samples(path: Path) -> list[Mapping[str, Any]]:
 def sample_key(sample: Mapping[str, Any], where: str = "a sample") -> str:
     """A sample's case key, whatever line it is on: `c_` and the first 16 hex digits of the
     SHA-256 of its RFC 8785 canonical JSON. It is the case's id in the dataset file
-    `--dataset` alone writes (`migrate.case_of`) and the case key of a recorder log imported
-    with `--dataset`, so a run on that dataset pairs with the imported one."""
+    `--dataset` alone writes (`migrate.case_of`), the case key of a recorder log imported with
+    `--dataset` and that of a hosted export's item (its `datasource_item` is the sample), so a
+    run on that dataset pairs with the imported one."""
     return "c_" + content_key(dict(sample), where).removeprefix("sha256:")[:16]
 
 
@@ -276,7 +279,7 @@ def _hosted(items: list[Mapping[str, Any]], wrapper: Mapping[str, Any], where: s
         source = item.get("datasource_item")
         if not isinstance(source, Mapping):
             raise ImportFormatError(f"{at}: datasource_item: expected the item as an object")
-        key = content_key(dict(source), f"{at}: datasource_item")
+        key = sample_key(source, f"{at}: datasource_item")
         trial_idx = rank.get(key, 0)
         rank[key] = trial_idx + 1
         found = item.get("sample")
@@ -308,7 +311,7 @@ def _hosted(items: list[Mapping[str, Any]], wrapper: Mapping[str, Any], where: s
         trials.append(
             Trial(
                 case_key=key,
-                case_key_kind="content_sha256",
+                case_key_kind="dataset_case_id",
                 trial_idx=trial_idx,
                 passed=None if error else passed_of(scores),
                 scores=() if error else scores,
