@@ -234,23 +234,7 @@ def test_a_recorder_log_imported_with_dataset_pairs_with_a_run_on_the_migrated_d
     keys = {t.case_key for t in read_openai_evals(log, samples=samples).trials}
     assert keys == dataset_ids
 
-    (tmp_path / "agent.py").write_text("print('4')\n")
-    spec = tmp_path / "spec.json"
-    spec.write_text(
-        json.dumps(
-            {
-                "name": "new",
-                "dataset": "samples",
-                "task": {"kind": "command", "command": f"{sys.executable} agent.py"},
-                "graders": [{"kind": "exact"}],
-            }
-        )
-    )
-    ran = neens("exp", "run", str(spec), "-d", "samples", "--json")
-    assert ran.code == 0, ran.err
-    compared = neens("exp", "compare", imported.json()["id"], ran.json()["id"], "--json")
-    assert compared.code == 0, compared.err
-    assert compared.json()["pairedCases"] == len(SAMPLES)
+    assert _paired_with_a_new_run(neens, tmp_path, imported.json()["id"]) == len(SAMPLES)
 
 
 def test_a_hosted_export_pairs_with_a_run_on_the_migrated_dataset(
@@ -289,6 +273,22 @@ def test_a_hosted_export_pairs_with_a_run_on_the_migrated_dataset(
     imported = neens("import", "openai-evals", str(hosted), "--json")
     assert imported.code == 0, imported.err
 
+    assert _paired_with_a_new_run(neens, tmp_path, imported.json()["id"]) == len(SAMPLES)
+
+    dataset_ids = {c.id for c in read_jsonl(tmp_path / "datasets" / "samples.jsonl", "samples")}
+    run = read_openai_evals(hosted)
+    assert {t.case_key for t in run.trials} == dataset_ids
+    assert {t.case_key_kind for t in run.trials} == {"dataset_case_id"}
+
+    # --dataset is for recorder logs: refused for a hosted export, saying why it is not needed.
+    refused = neens("import", "openai-evals", str(hosted), "--dataset", str(samples))
+    assert refused.code == 2
+    assert "recorder log" in refused.err and "c_" in refused.err
+
+
+def _paired_with_a_new_run(neens: Neens, tmp_path: Path, imported_id: str) -> int:
+    """docs/migrate.md step 4: a new run on the migrated dataset, compared with the import;
+    the cases paired."""
     (tmp_path / "agent.py").write_text("print('4')\n")
     spec = tmp_path / "spec.json"
     spec.write_text(
@@ -303,16 +303,6 @@ def test_a_hosted_export_pairs_with_a_run_on_the_migrated_dataset(
     )
     ran = neens("exp", "run", str(spec), "-d", "samples", "--json")
     assert ran.code == 0, ran.err
-    compared = neens("exp", "compare", imported.json()["id"], ran.json()["id"], "--json")
+    compared = neens("exp", "compare", imported_id, ran.json()["id"], "--json")
     assert compared.code == 0, compared.err
-    assert compared.json()["pairedCases"] == len(SAMPLES)
-
-    dataset_ids = {c.id for c in read_jsonl(tmp_path / "datasets" / "samples.jsonl", "samples")}
-    run = read_openai_evals(hosted)
-    assert {t.case_key for t in run.trials} == dataset_ids
-    assert {t.case_key_kind for t in run.trials} == {"dataset_case_id"}
-
-    # --dataset is for recorder logs: refused for a hosted export, saying why it is not needed.
-    refused = neens("import", "openai-evals", str(hosted), "--dataset", str(samples))
-    assert refused.code == 2
-    assert "recorder log" in refused.err and "c_" in refused.err
+    return int(compared.json()["pairedCases"])
