@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from neens.errors import Conflict
 from neens.store.models import Judge, ModelSweep, SweepArm
+from neens.store.tenancy import in_project, owned_by
 
 UNFINISHED: Final = ("pending", "running")
 
@@ -29,7 +30,7 @@ async def sweeps_calling(s: AsyncSession, project_id: str, connection_id: str) -
         select(ModelSweep.id)
         .join(SweepArm, SweepArm.sweep_id == ModelSweep.id)
         .where(
-            ModelSweep.project_id == project_id,
+            owned_by(ModelSweep, project_id),
             ModelSweep.status.in_(UNFINISHED),
             SweepArm.agent_connection_id == connection_id,
         )
@@ -45,7 +46,7 @@ async def sweeps_scoring_with(s: AsyncSession, project_id: str, judge_id: str) -
     sweeps = (
         await s.execute(
             select(ModelSweep.id, ModelSweep.judge_ids).where(
-                ModelSweep.project_id == project_id, ModelSweep.status.in_(UNFINISHED)
+                owned_by(ModelSweep, project_id), ModelSweep.status.in_(UNFINISHED)
             )
         )
     ).all()
@@ -53,9 +54,7 @@ async def sweeps_scoring_with(s: AsyncSession, project_id: str, judge_id: str) -
         return []
     composites = {
         row.id: [part["judgeId"] for part in row.config.get("components", [])]
-        for row in await s.scalars(
-            select(Judge).where(Judge.project_id == project_id, Judge.type == "composite")
-        )
+        for row in await s.scalars(in_project(Judge, project_id).where(Judge.type == "composite"))
     }
     found = []
     for sweep_id, judge_ids in sweeps:
