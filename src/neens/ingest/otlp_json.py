@@ -224,10 +224,9 @@ def _any_value_shape_reason(value: object, depth: int) -> str | None:
         if key in ("arrayValue", "array_value", "kvlistValue", "kvlist_value"):
             if inner is None:
                 continue
-            values = inner.get("values") if isinstance(inner, dict) else inner
-            if not isinstance(inner, dict) or not isinstance(values, (list, type(None))):
+            if not isinstance(inner, dict) or not isinstance(inner.get("values"), list | None):
                 return f"has {key} that is not an object holding a values list"
-            for entry in values or []:
+            for entry in inner.get("values") or []:
                 if key.startswith("kvlist"):
                     if not isinstance(entry, dict):
                         return f"has a {key} entry that is not a {{key, value}} object"

@@ -8,9 +8,9 @@ exporters retry 429, 502, 503 and 504 only), where a 500 made an exporter drop i
 from __future__ import annotations
 
 import sqlite3
+import sys
 from typing import Final
 
-import psycopg
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
@@ -36,7 +36,12 @@ def busy_database_reason(exc: BaseException) -> str | None:
             if isinstance(orig, sqlite3.OperationalError):
                 reason = str(orig)
                 return reason if reason.startswith(_SQLITE_BUSY) else None
-            if isinstance(orig, psycopg.OperationalError) or seen.connection_invalidated:
+            # psycopg is imported only by a server on PostgreSQL: on SQLite it is not loaded
+            # here either, and no error can be its.
+            psycopg = sys.modules.get("psycopg")
+            if seen.connection_invalidated or (
+                psycopg is not None and isinstance(orig, psycopg.OperationalError)
+            ):
                 return str(orig).strip().splitlines()[0] if str(orig).strip() else "unreachable"
             return None
         seen = seen.__cause__ or seen.__context__

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from pydantic.alias_generators import to_camel
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -104,9 +105,9 @@ async def update_connection(
         )
         if changing:
             refuse_while_pinned(
-                f"connection {row.name!r} ({_camel(changing[0])})",
+                f"connection {row.name!r} ({to_camel(changing[0])})",
                 await sweeps_calling(s, project_id, row.id),
-                _camel(changing[0]),
+                to_camel(changing[0]),
             )
         if "name" in changes and changes["name"] != row.name:
             await _refuse_taken_name(s, project_id, changes["name"], row.id)
@@ -136,8 +137,3 @@ async def list_connections(db: Database, project_id: str) -> list[ConnectionInfo
             )
         )
         return [_info(r) for r in rows]
-
-
-def _camel(name: str) -> str:
-    first, *rest = name.split("_")
-    return first + "".join(part.title() for part in rest)
